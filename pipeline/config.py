@@ -1,0 +1,167 @@
+"""Structured configs: the schema of conf/ and params.yaml, and its validation.
+
+conf/ stays plain YAML so that DVC can compose it without importing this
+package; `validate` applies the schema afterwards, and every entry point (the
+Hydra app and each DVC stage) goes through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+CONF_DIR = PROJECT_ROOT / "conf"
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float64", "float32")
+
+
+class ConfigError(ValueError):
+    """An invalid config value; the message names the key and what is allowed."""
+
+
+@dataclass
+class DataConfig:
+    seed: int = 20260218
+    sequences: int = 720
+    steps: int = 12
+    split: list[int] = field(default_factory=lambda: [360, 180, 180])
+    threshold: float = 0.35
+    first_marked_step: int = 2
+
+
+@dataclass
+class ModelConfig:
+    d_k: int = 3
+    d_v: int = 3
+    init_scale: float = 0.9
+
+
+@dataclass
+class TrainConfig:
+    seeds: list[int] = field(default_factory=lambda: [1, 2])
+    epochs: int = 200
+    lr: float = 0.6
+    device: str = "auto"
+    dtype: str = "float64"
+
+
+@dataclass
+class EvalConfig:
+    high_weight: float = 0.5
+    low_effect: float = 0.05
+
+
+@dataclass
+class TrackingConfig:
+    enabled: bool = True
+    uri: str | None = None
+    experiment: str = "attention-faithfulness"
+
+
+@dataclass
+class PathsConfig:
+    sequences: str = "data/sequences.parquet"
+    data_summary: str = "data/summary.json"
+    parameters: str = "models/parameters.parquet"
+    training_curves: str = "reports/training"
+    metrics: str = "reports/metrics.json"
+    step_table: str = "reports/steps.csv"
+
+
+@dataclass
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)
+
+
+def _check(ok: bool, key: str, allowed: str, value: Any) -> None:
+    if not ok:
+        raise ConfigError(f"invalid config value {key}={value!r}: {allowed}")
+
+
+def _check_values(cfg: Config) -> None:
+    data, model, train, ev = cfg.data, cfg.model, cfg.train, cfg.eval
+    _check(data.steps >= 2, "data.steps", "must be an integer >= 2", data.steps)
+    _check(
+        0 <= data.first_marked_step < data.steps,
+        "data.first_marked_step",
+        f"must be in 0..data.steps-1 = 0..{data.steps - 1}",
+        data.first_marked_step,
+    )
+    _check(data.sequences > 0, "data.sequences", "must be a positive integer", data.sequences)
+    _check(
+        len(data.split) == 3 and all(n > 0 for n in data.split),
+        "data.split",
+        "must be three positive sizes [train, validation, held-out]",
+        list(data.split),
+    )
+    _check(
+        sum(data.split) == data.sequences,
+        "data.split",
+        f"sizes must add up to data.sequences={data.sequences}",
+        list(data.split),
+    )
+    for key in ("d_k", "d_v"):
+        value = getattr(model, key)
+        _check(value > 0, f"model.{key}", "must be a positive integer", value)
+    _check(model.init_scale > 0, "model.init_scale", "must be > 0", model.init_scale)
+    _check(len(train.seeds) > 0, "train.seeds", "must be a non-empty list of integers", [])
+    _check(
+        len(set(train.seeds)) == len(train.seeds),
+        "train.seeds",
+        "must not repeat a seed",
+        list(train.seeds),
+    )
+    _check(train.epochs > 0, "train.epochs", "must be a positive integer", train.epochs)
+    _check(train.lr > 0, "train.lr", "must be > 0", train.lr)
+    _check(train.device in DEVICES, "train.device", f"allowed: {', '.join(DEVICES)}", train.device)
+    _check(train.dtype in DTYPES, "train.dtype", f"allowed: {', '.join(DTYPES)}", train.dtype)
+    _check(0 < ev.high_weight < 1, "eval.high_weight", "must be in (0, 1)", ev.high_weight)
+    _check(0 < ev.low_effect < 1, "eval.low_effect", "must be in (0, 1)", ev.low_effect)
+
+
+def validate(raw: DictConfig | dict) -> Config:
+    """Merge a composed config into the schema and check every value.
+
+    Returns a typed `Config` object; raises `ConfigError` with a one-line
+    message that names the offending key.
+    """
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(Config), raw)
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or "?"
+        reason = str(err).splitlines()[0]
+        raise ConfigError(f"invalid config value at {key}: {reason}") from None
+    cfg: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    _check_values(cfg)
+    return cfg
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """Compose conf/ with Hydra's compose API (what `dvc exp run -S` does)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return hydra_compose(config_name="config", overrides=overrides or [])
+
+
+def load_params(path: Path | None = None) -> Config:
+    """Read and validate params.yaml (the DVC stages' view of the config)."""
+    path = path or Path.cwd() / "params.yaml"
+    if not path.exists():
+        raise ConfigError(f"missing {path}: run `python -m pipeline.params` to write it")
+    return validate(OmegaConf.load(path))
+
+
+def to_container(cfg: Config) -> dict:
+    return OmegaConf.to_container(OmegaConf.structured(cfg))  # type: ignore[return-value]

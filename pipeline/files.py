@@ -1,0 +1,82 @@
+"""Atomic output files: write a temporary sibling, then rename over the target.
+
+An interrupted or failing stage therefore leaves either the old file or the
+new one, never half of one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+
+def write_bytes(path: Path, payload: bytes) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(payload)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(path: Path, text: str) -> None:
+    write_bytes(path, text.encode())
+
+
+def write_json(path: Path, document: dict) -> None:
+    write_text(path, json.dumps(document, indent=2) + "\n")
+
+
+def read_json(path: Path) -> dict:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"missing {path}: run `dvc repro` first")
+    return json.loads(Path(path).read_text())
+
+
+def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False, engine="pyarrow", compression="zstd")
+    write_bytes(path, buffer.getvalue())
+
+
+def write_csv(path: Path, frame: pd.DataFrame) -> None:
+    write_text(path, frame.to_csv(index=False, lineterminator="\n"))
+
+
+def read_parquet(path: Path) -> pd.DataFrame:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"missing {path}: run `dvc repro` first")
+    return pd.read_parquet(path)
+
+
+def write_directory(path: Path, files: dict[str, str]) -> None:
+    """Replace the directory `path` with exactly `files` (name -> text), atomically enough:
+    the new tree is complete before it takes the old one's place."""
+    import shutil
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    try:
+        for name, text in files.items():
+            (staging / name).write_text(text)
+        if path.exists():
+            retired = path.with_name(f".{path.name}.old")
+            shutil.rmtree(retired, ignore_errors=True)
+            path.rename(retired)
+            staging.rename(path)
+            shutil.rmtree(retired)
+        else:
+            staging.rename(path)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

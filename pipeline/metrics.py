@@ -1,0 +1,111 @@
+"""What the lesson measures: accuracy, where the weights fall, and step ablation.
+
+Every function takes all runs at once: weights (S, N, T), effects (S, N, T),
+logits (S, N). "First max wins" on every argmax, as in the lesson.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from pipeline.config import EvalConfig
+from pipeline.model import Params, forward, probability
+from pipeline.train import accuracy
+
+
+def marker_mass(weights: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
+    """Mean weight on the marked step: (S,)."""
+    return weights.gather(-1, marked.expand(weights.shape[:-1]).unsqueeze(-1)).squeeze(-1).mean(-1)
+
+
+def argmax_hit(weights: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
+    """Share of examples whose largest weight sits on the marked step: (S,)."""
+    return (weights.argmax(-1) == marked).to(weights.dtype).mean(-1)
+
+
+def ablation_effects(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """|P(y=1 | step t dropped) - P(y=1)| for every run, example and step: (S, N, T).
+
+    Dropping goes through `model.forward`'s step mask: one batched pass with a
+    leading dim of T masks, each removing one step from the softmax.
+    """
+    steps = inputs.shape[1]
+    logits, _ = forward(params, inputs)  # (S, N)
+    one_step = torch.eye(steps, dtype=torch.bool, device=inputs.device)[:, None, None, :]
+    ablated, _ = forward(params, inputs, dropped=one_step)  # (T, S, N)
+    return (probability(ablated) - probability(logits)).abs().permute(1, 2, 0)
+
+
+def top_weight_effect(weights: torch.Tensor, effects: torch.Tensor) -> torch.Tensor:
+    """Effect of dropping each example's highest-weight step: (S, N)."""
+    return effects.gather(-1, weights.argmax(-1, keepdim=True)).squeeze(-1)
+
+
+def agreement(weights: torch.Tensor, effects: torch.Tensor) -> torch.Tensor:
+    """Share of examples whose highest-weight step is also the most effective one: (S,)."""
+    return (weights.argmax(-1) == effects.argmax(-1)).to(weights.dtype).mean(-1)
+
+
+def high_weight_counts(
+    weights: torch.Tensor, effects: torch.Tensor, cfg: EvalConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Examples whose top weight exceeds cfg.high_weight, and of those the ones whose
+    top step's effect is below cfg.low_effect: (S,) integer counts each."""
+    high = weights.amax(-1) > cfg.high_weight
+    low_effect = top_weight_effect(weights, effects) < cfg.low_effect
+    return high.sum(-1), (high & low_effect).sum(-1)
+
+
+def run_metrics(
+    params: Params,
+    train_set: tuple[torch.Tensor, torch.Tensor],
+    heldout_set: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    cfg: EvalConfig,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Every per-run number of the lesson, plus the held-out weights and effects (S, N, T)."""
+    train_inputs, train_labels = train_set
+    inputs, labels, marked = heldout_set
+    train_logits, _ = forward(params, train_inputs)
+    logits, weights = forward(params, inputs)
+    effects = ablation_effects(params, inputs)
+    high, high_low = high_weight_counts(weights, effects, cfg)
+    numbers = {
+        "train_accuracy": accuracy(train_logits, train_labels),
+        "heldout_accuracy": accuracy(logits, labels),
+        "marker_mass": marker_mass(weights, marked),
+        "argmax_hit": argmax_hit(weights, marked),
+        "weight_effect_agreement": agreement(weights, effects),
+        "top_weight_effect": top_weight_effect(weights, effects).mean(-1),
+        "high_weight": high,
+        "high_weight_low_effect": high_low,
+    }
+    return numbers, weights, effects
+
+
+def across_seeds(heldout_accuracy: list[float]) -> dict[str, float]:
+    """The run-to-run gap (max - min; |run 1 - run 2| for two runs) and the spread.
+
+    The standard deviation is the population one (ddof=0), defined for one run too.
+    """
+    count = len(heldout_accuracy)
+    mean = sum(heldout_accuracy) / count
+    variance = sum((a - mean) ** 2 for a in heldout_accuracy) / count
+    return {
+        "seed_gap": max(heldout_accuracy) - min(heldout_accuracy),
+        "heldout_accuracy_mean": mean,
+        "heldout_accuracy_std": math.sqrt(variance),
+    }
+
+
+def metrics_document(
+    data_summary: dict, seeds: list[int], per_run: dict[str, torch.Tensor]
+) -> dict:
+    """The metrics.json shape: data numbers, one entry per seed, cross-seed numbers."""
+    columns = {name: values.tolist() for name, values in per_run.items()}
+    runs = {
+        str(seed): {name: values[i] for name, values in columns.items()}
+        for i, seed in enumerate(seeds)
+    }
+    return {"data": data_summary, "runs": runs, **across_seeds(columns["heldout_accuracy"])}

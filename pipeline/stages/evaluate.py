@@ -1,0 +1,70 @@
+"""Stage evaluate: weight mass and step ablation -> metrics.json and the step table."""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from pipeline import data, metrics, model
+from pipeline.config import Config, ConfigError, load_params
+from pipeline.files import read_json, read_parquet, write_csv, write_json
+from pipeline.stages import entry
+from pipeline.train import resolve_device
+
+
+def step_table(
+    seeds: list[int], heldout: pd.DataFrame, weights: torch.Tensor, effects: torch.Tensor
+) -> pd.DataFrame:
+    """One row per (seed, held-out example, step): weight, ablation effect, flags."""
+    runs, count, steps = weights.shape
+    top = torch.nn.functional.one_hot(weights.argmax(-1), steps).bool()
+    marked = torch.tensor(heldout["marked_step"].to_numpy())[:, None] == torch.arange(steps)
+    return pd.DataFrame(
+        {
+            "seed": torch.tensor(seeds).repeat_interleave(count * steps).numpy(),
+            "id": torch.tensor(heldout["id"].to_numpy()).repeat_interleave(steps).repeat(runs),
+            "step": torch.arange(steps).repeat(runs * count).numpy(),
+            "weight": weights.reshape(-1).cpu().numpy(),
+            "effect": effects.reshape(-1).cpu().numpy(),
+            "is_marked": marked.repeat(runs, 1).reshape(-1).numpy(),
+            "is_top_weight": top.reshape(-1).cpu().numpy(),
+        }
+    )
+
+
+def run(
+    cfg: Config, frame: pd.DataFrame, summary: dict, seeds: list[int], params: model.Params
+) -> tuple[dict, pd.DataFrame]:
+    device, dtype = resolve_device(cfg.train.device), getattr(torch, cfg.train.dtype)
+    params = params.map(lambda t: t.to(device, dtype))
+
+    def split(name: str) -> tuple[torch.Tensor, ...]:
+        tensors = data.features(data.split_frame(frame, name), cfg.data.steps, dtype)
+        return tuple(t.to(device) for t in tensors)
+
+    train_inputs, train_labels, _ = split("train")
+    numbers, weights, effects = metrics.run_metrics(
+        params, (train_inputs, train_labels), split("heldout"), cfg.eval
+    )
+    document = metrics.metrics_document(summary, seeds, numbers)
+    table = step_table(seeds, data.split_frame(frame, "heldout"), weights, effects)
+    return document, table
+
+
+def main() -> None:
+    cfg = load_params()
+    frame = read_parquet(cfg.paths.sequences)
+    seeds, params = model.from_frame(read_parquet(cfg.paths.parameters), cfg.model)
+    if seeds != list(cfg.train.seeds):
+        raise ConfigError(
+            f"train.seeds={list(cfg.train.seeds)} but {cfg.paths.parameters} holds seeds "
+            f"{seeds}: rerun the train stage"
+        )
+    summary = read_json(cfg.paths.data_summary)
+    document, table = run(cfg, frame, summary, seeds, params)
+    write_csv(cfg.paths.step_table, table)
+    write_json(cfg.paths.metrics, document)
+
+
+if __name__ == "__main__":
+    entry(main)
