@@ -1,0 +1,33 @@
+"""Write params.yaml from conf/: `python -m pipeline.params`.
+
+`dvc exp run -S` composes conf/ itself (hydra.enabled in .dvc/config) but
+`dvc repro` does not, so after editing conf/ run this, then `dvc repro`.
+The bytes are what DVC writes: Hydra's compose, resolved, OmegaConf.to_yaml.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from omegaconf import OmegaConf
+
+from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.files import write_text
+
+PARAMS_FILE = PROJECT_ROOT / "params.yaml"
+
+
+def composed_yaml(overrides: list[str] | None = None) -> str:
+    cfg = compose(overrides)
+    OmegaConf.resolve(cfg)
+    validate(cfg)
+    return OmegaConf.to_yaml(cfg)
+
+
+def main(path: Path = PARAMS_FILE) -> None:
+    write_text(path, composed_yaml())
+    print(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
