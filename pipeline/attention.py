@@ -25,7 +25,7 @@ def attention_weights(
     over the T real steps sum to less than one.
     """
     if additive_mask is not None:
-        scores = scores + additive_mask
+        scores = scores + additive_mask.to(scores.dtype)
     if sink_logit is None:
         return torch.softmax(scores, dim=-1)
     sink = torch.as_tensor(sink_logit, dtype=scores.dtype, device=scores.device)

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pandas as pd
-import torch
 
 from pipeline.config import DataConfig
 
@@ -50,7 +49,7 @@ def reading_columns(steps: int) -> list[str]:
 def generate(cfg: DataConfig) -> pd.DataFrame:
     """All sequences in generation order, one row each."""
     span = cfg.steps - cfg.first_marked_step
-    split_names = [name for name, size in zip(SPLITS, cfg.split) for _ in range(size)]
+    split_names = [name for name, size in zip(SPLITS, cfg.split, strict=True) for _ in range(size)]
     rows = []
     for i in range(cfg.sequences):
         draw = stream(cfg.seed + i)
@@ -86,14 +85,3 @@ def summarize(frame: pd.DataFrame, cfg: DataConfig) -> dict[str, float | int]:
         "max_reading_at_marker": float((largest_step == heldout["marked_step"].to_numpy()).mean()),
         "uniform_weight": 1.0 / cfg.steps,
     }
-
-
-def features(
-    frame: pd.DataFrame, steps: int, dtype: torch.dtype = torch.float64
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Model inputs (N, T, 2) = [reading, marked-step indicator], labels (N,), marked steps (N,)."""
-    readings = torch.tensor(frame[reading_columns(steps)].to_numpy(), dtype=dtype)
-    marked = torch.tensor(frame["marked_step"].to_numpy(), dtype=torch.long)
-    indicator = torch.nn.functional.one_hot(marked, steps).to(dtype)
-    labels = torch.tensor(frame["label"].to_numpy(), dtype=dtype)
-    return torch.stack([readings, indicator], dim=-1), labels, marked

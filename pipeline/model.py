@@ -19,7 +19,7 @@ import torch
 
 from pipeline.attention import attention_weights, drop_steps_mask
 from pipeline.config import ModelConfig
-from pipeline.data import stream
+from pipeline.data import reading_columns, stream
 
 CHANNELS = 2  # reading, marked-step indicator
 
@@ -43,6 +43,17 @@ class Params:
 
     def map(self, fn) -> Params:
         return Params(*(fn(t) for t in self.tensors()))
+
+
+def features(
+    frame: pd.DataFrame, steps: int, dtype: torch.dtype = torch.float64
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Inputs (N, T, C) = [reading, marked-step indicator], labels (N,), marked steps (N,)."""
+    readings = torch.tensor(frame[reading_columns(steps)].to_numpy(), dtype=dtype)
+    marked = torch.tensor(frame["marked_step"].to_numpy(), dtype=torch.long)
+    indicator = torch.nn.functional.one_hot(marked, steps).to(dtype)
+    labels = torch.tensor(frame["label"].to_numpy(), dtype=dtype)
+    return torch.stack([readings, indicator], dim=-1), labels, marked
 
 
 def parameter_count(cfg: ModelConfig) -> int:

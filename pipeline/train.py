@@ -20,7 +20,6 @@ from pipeline.model import (
     Params,
     key_direction,
     probability,
-    project,
     to_flat,
     value_direction,
 )
@@ -150,7 +149,9 @@ def train(
         logits, gradients = logits_and_gradients(params, batch)
         loss[epoch] = mean_bce(logits, labels)
         acc[epoch] = accuracy(logits, labels)
-        params = Params(*(p - lr * g for p, g in zip(params.tensors(), gradients.tensors())))
+        params = Params(
+            *(p - lr * g for p, g in zip(params.tensors(), gradients.tensors(), strict=True))
+        )
     check_finite(loss, params, lr)
     return params, History(loss, acc)
 

@@ -39,7 +39,7 @@ def run(
     params = params.map(lambda t: t.to(device, dtype))
 
     def split(name: str) -> tuple[torch.Tensor, ...]:
-        tensors = data.features(data.split_frame(frame, name), cfg.data.steps, dtype)
+        tensors = model.features(data.split_frame(frame, name), cfg.data.steps, dtype)
         return tuple(t.to(device) for t in tensors)
 
     train_inputs, train_labels, _ = split("train")

@@ -14,7 +14,7 @@ from pipeline.train import History, resolve_device, train
 
 def run(cfg: Config, frame: pd.DataFrame) -> tuple[model.Params, History]:
     device, dtype = resolve_device(cfg.train.device), getattr(torch, cfg.train.dtype)
-    inputs, labels, _ = data.features(data.split_frame(frame, "train"), cfg.data.steps, dtype)
+    inputs, labels, _ = model.features(data.split_frame(frame, "train"), cfg.data.steps, dtype)
     params = model.init_params(cfg.data.seed, cfg.train.seeds, cfg.model, dtype, device)
     trained, history = train(
         params, inputs.to(device), labels.to(device), cfg.train.epochs, cfg.train.lr

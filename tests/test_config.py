@@ -1,0 +1,117 @@
+"""Config schema, validation messages, params.yaml sync and the Hydra app."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
+from pipeline.params import PARAMS_FILE, composed_yaml
+from tests.conftest import assert_golden
+
+INVALID = [
+    ("train.lr=0", "train.lr"),
+    ("train.lr=-0.1", "train.lr"),
+    ("train.epochs=0", "train.epochs"),
+    ("train.epochs=-5", "train.epochs"),
+    ("data.split=[360,180,100]", "data.split"),
+    ("data.steps=1", "data.steps"),
+    ("data.first_marked_step=12", "data.first_marked_step"),
+    ("train.device=tpu", "train.device"),
+    ("train.dtype=float16", "train.dtype"),
+    ("train.seeds=[]", "train.seeds"),
+    ("train.seeds=[1,1]", "train.seeds"),
+    ("train.lr=fast", "train.lr"),
+    ("eval.high_weight=1.5", "eval.high_weight"),
+]
+
+
+def test_defaults_are_the_lesson(default_cfg):
+    assert default_cfg.data.seed == 20260218
+    assert default_cfg.data.split == [360, 180, 180]
+    assert default_cfg.train.seeds == [1, 2]
+    assert (default_cfg.train.epochs, default_cfg.train.lr) == (200, 0.6)
+    assert (default_cfg.eval.high_weight, default_cfg.eval.low_effect) == (0.5, 0.05)
+
+
+@pytest.mark.parametrize(("override", "key"), INVALID)
+def test_invalid_values_name_the_key(override, key):
+    with pytest.raises(ConfigError) as err:
+        validate(compose([override]))
+    message = str(err.value)
+    assert key in message and "\n" not in message
+
+
+def test_unknown_key_is_rejected():
+    with pytest.raises(ConfigError, match="train.momentum"):
+        validate(compose(["+train.momentum=0.9"]))
+
+
+def test_overrides_reach_the_typed_config():
+    cfg = validate(compose(["data.seed=7", "train.epochs=120", "train.lr=0.9"]))
+    assert (cfg.data.seed, cfg.train.epochs, cfg.train.lr) == (7, 120, 0.9)
+
+
+def test_committed_params_yaml_matches_conf():
+    assert PARAMS_FILE.read_text() == composed_yaml(), (
+        "params.yaml is out of sync with conf/: run `python -m pipeline.params`"
+    )
+
+
+def test_params_yaml_is_what_dvc_composes():
+    from dvc.utils.hydra import compose_and_dump
+
+    out = PROJECT_ROOT / ".pytest-params.yaml"
+    try:
+        compose_and_dump(out, str(PROJECT_ROOT / "conf"), None, "config", "", [])
+        assert out.read_text() == composed_yaml()
+    finally:
+        out.unlink(missing_ok=True)
+
+
+def run_app(*args: str, cwd=PROJECT_ROOT) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.run", *args], cwd=cwd, capture_output=True, text=True
+    )
+
+
+@pytest.mark.slow
+def test_hydra_app_prints_tables_and_writes_metrics(tmp_path):
+    result = run_app(f"hydra.run.dir={tmp_path}")
+    assert result.returncode == 0, result.stderr
+    assert "run-to-run gap 0.1056" in result.stdout
+    assert "run 2 weights 0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.97" in (
+        result.stdout
+    )
+    assert_golden(json.loads((tmp_path / "metrics.json").read_text()))
+
+
+@pytest.mark.slow
+def test_hydra_app_overrides(tmp_path):
+    result = run_app(f"hydra.run.dir={tmp_path}", "data.seed=7", "train.epochs=120", "train.lr=0.9")
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "metrics.json").read_text())
+    assert document["runs"]["1"]["heldout_accuracy"] != 0.8888888888888888
+
+
+@pytest.mark.slow
+def test_hydra_multirun_over_seeds(tmp_path):
+    result = run_app("-m", f"hydra.sweep.dir={tmp_path}", "train.seeds=[1],[2]")
+    assert result.returncode == 0, result.stderr
+    runs = [json.loads((tmp_path / str(i) / "metrics.json").read_text()) for i in (0, 1)]
+    assert [list(r["runs"]) for r in runs] == [["1"], ["2"]]
+    # Seeds are independent: each alone gives the batched lesson's numbers.
+    assert round(runs[0]["runs"]["1"]["heldout_accuracy"], 4) == 0.8889
+    assert round(runs[1]["runs"]["2"]["heldout_accuracy"], 4) == 0.9944
+    assert runs[0]["seed_gap"] == 0.0
+
+
+def test_hydra_app_rejects_bad_value_in_one_line(tmp_path):
+    result = run_app(f"hydra.run.dir={tmp_path}", "train.lr=-1")
+    assert result.returncode != 0
+    assert result.stderr.strip().count("\n") == 0
+    assert "train.lr" in result.stderr
+    assert not (tmp_path / "metrics.json").exists()
