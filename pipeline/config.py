@@ -14,14 +14,12 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from pipeline.errors import ConfigError
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = PROJECT_ROOT / "conf"
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float64", "float32")
-
-
-class ConfigError(ValueError):
-    """An invalid config value; the message names the key and what is allowed."""
 
 
 @dataclass

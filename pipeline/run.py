@@ -15,11 +15,11 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from pipeline.config import ConfigError, validate
+from pipeline.config import validate
+from pipeline.errors import PipelineError
 from pipeline.files import write_json
 from pipeline.report import text_tables
 from pipeline.stages import evaluate, generate, train
-from pipeline.train import DivergenceError
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base=None)
@@ -29,7 +29,7 @@ def main(raw: DictConfig) -> None:
         frame, summary = generate.run(cfg)
         params, _ = train.run(cfg, frame)
         document, steps = evaluate.run(cfg, frame, summary, list(cfg.train.seeds), params)
-    except (ConfigError, DivergenceError) as err:
+    except PipelineError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(1)
     print(text_tables(document, steps, cfg.eval.high_weight, cfg.eval.low_effect))

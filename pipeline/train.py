@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from pipeline.config import ConfigError
+from pipeline.errors import ConfigError, DivergenceError
 from pipeline.model import (
     Params,
     key_direction,
@@ -23,10 +23,6 @@ from pipeline.model import (
     to_flat,
     value_direction,
 )
-
-
-class DivergenceError(RuntimeError):
-    """Training produced a NaN or infinite loss."""
 
 
 @dataclass(frozen=True)

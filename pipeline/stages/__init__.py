@@ -5,15 +5,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from pipeline.config import ConfigError
+from pipeline.errors import PipelineError
 
 
 def entry(main: Callable[[], None]) -> None:
     """Run a stage; expected failures become one line on stderr and exit code 1."""
-    from pipeline.train import DivergenceError
-
     try:
         main()
-    except (ConfigError, DivergenceError, FileNotFoundError) as err:
+    except (PipelineError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(1)

@@ -1,0 +1,17 @@
+"""Expected failures: each carries a one-line message for the user."""
+
+
+class PipelineError(Exception):
+    """Base of the errors a stage reports as one line and exit code 1."""
+
+
+class ConfigError(PipelineError, ValueError):
+    """An invalid config value; the message names the key and what is allowed."""
+
+
+class DivergenceError(PipelineError, RuntimeError):
+    """Training produced a NaN or infinite loss."""
+
+
+class TrackingError(PipelineError, RuntimeError):
+    """The tracking store cannot be written; the message names the URI."""

@@ -1,0 +1,96 @@
+"""How the run-to-run gap moved across versions: `python -m pipeline.history`.
+
+Reads the MLflow store with mlflow.search_runs (through pipeline.tracking) and
+prints one row per recorded version (DVC experiment or git commit): the gap,
+each seed's held-out accuracy, marker mass and agreement, and the params that
+differ between versions. `--plot FILE` draws the gap across versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import tracking
+from pipeline.config import PROJECT_ROOT, load_params
+from pipeline.errors import PipelineError
+from pipeline.files import write_bytes
+
+SEED_METRICS = {
+    "heldout_accuracy": "heldout",
+    "marker_mass": "mass",
+    "weight_effect_agreement": "agree",
+}
+
+
+def history_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame:
+    """One row per parent run, oldest first."""
+    if parents.empty:
+        return pd.DataFrame()
+    parents = parents.sort_values("start_time")
+    table = pd.DataFrame(
+        {
+            "version": parents["tags.mlflow.runName"].to_numpy(),
+            "gap": parents["metrics.seed_gap"].to_numpy(),
+        },
+        index=parents["run_id"].to_numpy(),
+    )
+    for metric, short in SEED_METRICS.items():
+        wide = children.pivot_table(
+            index="tags.mlflow.parentRunId", columns="tags.seed", values=f"metrics.{metric}"
+        )
+        for seed in sorted(wide.columns, key=int):
+            table[f"{short}_{seed}"] = wide[seed].reindex(table.index)
+    params = parents.set_index("run_id").filter(like="params.")
+    varying = [c for c in params.columns if params[c].nunique(dropna=False) > 1]
+    for column in varying:
+        table[column.removeprefix("params.")] = params[column].reindex(table.index)
+    return table.reset_index(drop=True)
+
+
+def gap_figure(table: pd.DataFrame) -> bytes:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 3.5), dpi=100)
+    ax.plot(range(len(table)), table["gap"], marker="o")
+    ax.set_xticks(range(len(table)), table["version"], rotation=30, ha="right")
+    ax.set_ylabel("run-to-run gap (held-out accuracy)")
+    ax.set_title("Seed gap across versions")
+    fig.tight_layout()
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--uri", help="tracking URI (default: tracking.uri of params.yaml)")
+    parser.add_argument("--experiment", help="experiment name (default: tracking.experiment)")
+    parser.add_argument("--plot", type=Path, help="write a PNG of the gap across versions")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_params(PROJECT_ROOT / "params.yaml").tracking
+        uri = args.uri or tracking.store_uri(cfg)
+        parents, children = tracking.search_parent_runs(uri, args.experiment or cfg.experiment)
+    except PipelineError as err:
+        sys.exit(f"error: {err}")
+    table = history_table(parents, children)
+    if table.empty:
+        sys.exit(f"error: no runs recorded in {uri}")
+    with pd.option_context("display.width", 200, "display.max_columns", 50):
+        print(table.to_string(index=False, float_format="{:.4f}".format))
+    if args.plot:
+        write_bytes(args.plot, gap_figure(table))
+        print(f"wrote {args.plot}")
+
+
+if __name__ == "__main__":
+    main()

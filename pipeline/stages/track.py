@@ -1,0 +1,57 @@
+"""Stage track: log the pipeline's state to MLflow (once per distinct state)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import tracking
+from pipeline.config import Config, load_params
+from pipeline.files import read_json
+from pipeline.stages import entry
+
+
+def used_device(name: str) -> str:
+    if name != "auto":
+        return name
+    import torch  # only to resolve "auto" the way the train stage did
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
+    curves_dir = Path(cfg.paths.training_curves)
+    curves = {seed: pd.read_csv(curves_dir / f"seed_{seed}.csv") for seed in cfg.train.seeds}
+    tags = {
+        **tracking.git_tags(root),
+        **tracking.lock_hashes(root / "dvc.lock", cfg),
+        **tracking.environment_tags(used_device(cfg.train.device)),
+    }
+    candidates = [
+        cfg.paths.metrics,
+        "params.yaml",
+        cfg.paths.step_table,
+        cfg.paths.training_curves,
+    ]
+    return tracking.PipelineState(
+        cfg=cfg,
+        metrics=read_json(cfg.paths.metrics),
+        curves=curves,
+        tags=tags,
+        artifacts=[Path(p) for p in candidates if Path(p).exists()],
+    )
+
+
+def main() -> None:
+    cfg = load_params()
+    if not cfg.tracking.enabled:
+        print("tracking disabled (tracking.enabled=false)")
+        return
+    run_id, logged = tracking.log_state(read_state(cfg, Path.cwd()))
+    uri = tracking.store_uri(cfg.tracking)
+    print(f"{'logged' if logged else 'already logged'}: run {run_id} in {uri}")
+
+
+if __name__ == "__main__":
+    entry(main)

@@ -1,0 +1,243 @@
+"""MLflow tracking: one parent run per pipeline state, one child run per seed.
+
+The only module that imports mlflow. A pipeline state (config, metrics, data and
+model hashes) is logged once: its digest is a tag, and a state already in the
+store is not logged again. An inter-process file lock serialises store
+creation, experiment creation and logging, so parallel `dvc exp` runs on a
+fresh SQLite store neither race on the schema nor lose a run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import time
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+
+import pandas as pd
+import yaml
+from filelock import FileLock, Timeout
+
+from pipeline.config import PROJECT_ROOT, Config, TrackingConfig, to_container
+from pipeline.errors import TrackingError
+
+STATE_TAG = "pipeline_state"
+LOCK_TIMEOUT_S = 120
+BATCH = 1000  # MLflow's limit of metrics per log_batch call
+
+
+def store_root() -> Path:
+    """The project root, also when DVC runs an experiment in a temporary copy."""
+    return Path(os.environ.get("DVC_ROOT") or PROJECT_ROOT)
+
+
+def store_uri(cfg: TrackingConfig) -> str:
+    return cfg.uri or f"sqlite:///{store_root() / 'mlflow.db'}"
+
+
+def artifact_location() -> str:
+    return (store_root() / "mlartifacts").as_uri()
+
+
+def lock_path(uri: str) -> Path:
+    """A lock file beside a SQLite store, else in the project root."""
+    if uri.startswith("sqlite:///"):
+        return Path(uri.removeprefix("sqlite:///") + ".lock")
+    return store_root() / f".mlflow-{hashlib.sha256(uri.encode()).hexdigest()[:12]}.lock"
+
+
+@dataclass
+class PipelineState:
+    """Everything one parent run records, read from the pipeline's outputs."""
+
+    cfg: Config
+    metrics: dict
+    curves: dict[int, pd.DataFrame]
+    tags: dict[str, str]
+    artifacts: list[Path] = field(default_factory=list)
+
+    @property
+    def digest(self) -> str:
+        content = {
+            "config": to_container(self.cfg),
+            "metrics": self.metrics,
+            "data": self.tags.get("dvc.data_md5"),
+            "models": self.tags.get("dvc.models_md5"),
+        }
+        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def flatten(tree: dict, prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = json.dumps(value) if isinstance(value, list) else str(value)
+    return flat
+
+
+def git_tags(root: Path) -> dict[str, str]:
+    def git(*args: str) -> str:
+        result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    return {"mlflow.source.git.commit": commit, "git.commit": commit, "git.dirty": str(dirty)}
+
+
+def lock_hashes(lock_file: Path, cfg: Config) -> dict[str, str]:
+    """md5 of the data and the models as recorded in dvc.lock."""
+    if not lock_file.exists():
+        return {}
+    stages = yaml.safe_load(lock_file.read_text()).get("stages", {})
+    wanted = {"dvc.data_md5": cfg.paths.sequences, "dvc.models_md5": cfg.paths.parameters}
+    found = {}
+    for tag, path in wanted.items():
+        for stage in stages.values():
+            for out in stage.get("outs", []):
+                if out.get("path") == path:
+                    found[tag] = out.get("md5", "")
+    return found
+
+
+def environment_tags(device: str) -> dict[str, str]:
+    tags = {"torch_version": version("torch"), "device": device}
+    for env, tag in (("DVC_EXP_NAME", "dvc.exp_name"), ("DVC_EXP_BASELINE_REV", "dvc.baseline")):
+        if os.environ.get(env):
+            tags[tag] = os.environ[env]
+    return tags
+
+
+def version_label(tags: dict[str, str]) -> str:
+    """What a history row is called: the DVC experiment, else the commit."""
+    if tags.get("dvc.exp_name"):
+        return tags["dvc.exp_name"]
+    commit = tags.get("git.commit", "")[:7] or "no-git"
+    return commit + ("-dirty" if tags.get("git.dirty") == "True" else "")
+
+
+def _metric_batches(values: dict[str, float], curves: pd.DataFrame | None = None):
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    metrics = [Metric(key, float(value), now, 0) for key, value in values.items()]
+    if curves is not None:
+        for column in ("loss", "accuracy"):
+            metrics += [
+                Metric(f"train_{column}_curve", float(value), now, int(step))
+                for step, value in zip(curves["epoch"], curves[column], strict=True)
+            ]
+    for start in range(0, len(metrics), BATCH):
+        yield metrics[start : start + BATCH]
+
+
+def _experiment_id(client, name: str) -> str:
+    experiment = client.get_experiment_by_name(name)
+    if experiment is not None:
+        return experiment.experiment_id
+    return client.create_experiment(name, artifact_location=artifact_location())
+
+
+def _find_state(client, experiment_id: str, digest: str) -> str | None:
+    runs = client.search_runs(
+        [experiment_id], filter_string=f"tags.{STATE_TAG} = '{digest}'", max_results=1
+    )
+    return runs[0].info.run_id if runs else None
+
+
+def _log_run(
+    client,
+    experiment_id: str,
+    name: str,
+    tags: dict,
+    params: dict,
+    values: dict,
+    curves: pd.DataFrame | None = None,
+) -> str:
+    from mlflow.entities import Param
+
+    run = client.create_run(experiment_id, run_name=name, tags=tags)
+    run_id = run.info.run_id
+    param_list = [Param(k, v[:6000]) for k, v in params.items()]
+    for start in range(0, len(param_list), 100):
+        client.log_batch(run_id, params=param_list[start : start + 100])
+    for batch in _metric_batches(values, curves):
+        client.log_batch(run_id, metrics=batch)
+    return run_id
+
+
+def log_state(state: PipelineState) -> tuple[str, bool]:
+    """Log `state` unless the store has it. Returns (parent run id, newly logged)."""
+    uri = store_uri(state.cfg.tracking)
+    try:
+        with FileLock(str(lock_path(uri)), timeout=LOCK_TIMEOUT_S):
+            return _log_locked(uri, state)
+    except Timeout:
+        raise TrackingError(
+            f"MLflow store {uri} is locked by another process (waited {LOCK_TIMEOUT_S} s)"
+        ) from None
+    except TrackingError:
+        raise
+    except Exception as err:  # MLflow, SQLAlchemy and OS errors all mean the same here
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise TrackingError(f"cannot write MLflow store {uri}: {reason}") from err
+
+
+def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment_id = _experiment_id(client, state.cfg.tracking.experiment)
+    digest = state.digest
+    existing = _find_state(client, experiment_id, digest)
+    if existing:
+        return existing, False
+
+    document = state.metrics
+    params = flatten(to_container(state.cfg))
+    tags = {**state.tags, STATE_TAG: digest}
+    cross_seed = {k: v for k, v in document.items() if k not in ("data", "runs")}
+    parent_values = {**{f"data.{k}": v for k, v in document["data"].items()}, **cross_seed}
+    parent = _log_run(client, experiment_id, version_label(tags), tags, params, parent_values)
+    for seed, numbers in document["runs"].items():
+        child_tags = {"mlflow.parentRunId": parent, "seed": seed, **state.tags}
+        child = _log_run(
+            client,
+            experiment_id,
+            f"seed {seed}",
+            child_tags,
+            {"seed": seed},
+            numbers,
+            state.curves.get(int(seed)),
+        )
+        client.set_terminated(child)
+    for path in state.artifacts:
+        if path.is_dir():
+            client.log_artifacts(parent, str(path), artifact_path=path.name)
+        elif path.exists():
+            client.log_artifact(parent, str(path))
+    client.set_terminated(parent)
+    return parent, True
+
+
+def search_parent_runs(uri: str, experiment: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(parent runs, child runs) of an experiment, as mlflow.search_runs frames."""
+    import mlflow
+
+    mlflow.set_tracking_uri(uri)
+    try:
+        runs = mlflow.search_runs(experiment_names=[experiment], output_format="pandas")
+    except Exception as err:
+        raise TrackingError(f"cannot read MLflow store {uri}: {str(err).splitlines()[0]}") from err
+    if runs.empty:
+        return runs, runs
+    parent_ids = runs.get("tags.mlflow.parentRunId")
+    is_child = parent_ids.notna() if parent_ids is not None else pd.Series(False, runs.index)
+    return runs[~is_child], runs[is_child]
