@@ -69,6 +69,9 @@ class PathsConfig:
     training_curves: str = "reports/training"
     metrics: str = "reports/metrics.json"
     step_table: str = "reports/steps.csv"
+    report: str = "reports/report.md"
+    figures: str = "reports/figures"
+    step_weights: str = "reports/step_weights.csv"
 
 
 @dataclass

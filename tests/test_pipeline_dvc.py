@@ -1,14 +1,18 @@
-"""End to end: a fresh clone, `dvc repro`, no-op reruns, partial reruns, experiments.
+"""End to end: a fresh clone, `dvc repro`, no-op reruns, partial reruns,
+experiments, and what the track stage leaves in the clone's MLflow store.
 
-Slow (a minute or two); CI runs it.
+Slow (a few minutes); CI runs it. The tests share one clone and run in order.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import socket
 import subprocess
+import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -69,6 +73,28 @@ def test_fresh_clone_reproduces_the_committed_outputs(repo):
     assert status == "", f"committed outputs differ from what the pipeline produced:\n{status}"
 
 
+def parent_runs(repo: Path):
+    from pipeline import tracking
+
+    return tracking.search_parent_runs(f"sqlite:///{repo / 'mlflow.db'}", "attention-faithfulness")
+
+
+def test_repro_logs_one_parent_and_a_child_per_seed(repo):
+    from mlflow.tracking import MlflowClient
+
+    parents, children = parent_runs(repo)
+    assert len(parents) == 1 and len(children) == 2
+    tags = parents.iloc[0]
+    for tag in ("git.commit", "git.dirty", "dvc.data_md5", "dvc.models_md5", "torch_version"):
+        assert tags[f"tags.{tag}"], tag
+    assert tags["tags.device"] == "cpu" or tags["tags.device"] == "cuda"
+    metrics = json.loads((repo / "reports/metrics.json").read_text())
+    assert parents.iloc[0]["metrics.seed_gap"] == metrics["seed_gap"]
+    client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
+    for run_id in children["run_id"]:
+        assert len(client.get_metric_history(run_id, "train_loss_curve")) == 200
+
+
 def test_second_repro_is_a_noop(repo):
     start = time.perf_counter()
     result = dvc(repo, "repro")
@@ -81,16 +107,19 @@ def test_force_repro_gives_the_same_bytes(repo):
     before = digests(repo)
     dvc(repo, "repro", "--force")
     assert digests(repo) == before
+    assert len(parent_runs(repo)[0]) == 1, "the same state was logged twice"
 
 
 def test_eval_change_reruns_only_evaluate(repo):
     set_param(repo, "high_weight: 0.5", "high_weight: 0.6")
-    assert ran_stages(dvc(repo, "repro").stdout) == {"evaluate"}
+    ran = ran_stages(dvc(repo, "repro").stdout)
+    assert "evaluate" in ran and not ran & {"generate", "train"}
 
 
 def test_train_change_reruns_train_and_evaluate(repo):
     set_param(repo, "lr: 0.6", "lr: 0.5")
-    assert ran_stages(dvc(repo, "repro").stdout) == {"train", "evaluate"}
+    ran = ran_stages(dvc(repo, "repro").stdout)
+    assert {"train", "evaluate"} <= ran and "generate" not in ran
     subprocess.run(["git", "checkout", "params.yaml"], cwd=repo, check=True)
     dvc(repo, "repro")
     assert_golden(json.loads((repo / "reports/metrics.json").read_text()))
@@ -114,6 +143,9 @@ def test_exp_run_set_param_composes_conf(repo):
     assert experiments, shown
     metrics = json.loads((repo / "reports/metrics.json").read_text())
     assert metrics["runs"]["1"]["train_accuracy"] != pytest.approx(0.9028, abs=5e-5)
+    parents, _ = parent_runs(repo)
+    logged = parents[parents["tags.dvc.exp_name"].notna()]
+    assert len(logged) == 1 and logged.iloc[0]["params.train.lr"] == "0.3"
 
 
 def test_queued_experiments_all_run(repo):
@@ -134,3 +166,83 @@ def test_queued_experiments_all_run(repo):
             break
         time.sleep(2)
     assert status.count("Success") == 2, status
+    parents, children = parent_runs(repo)
+    names = set(parents["tags.dvc.exp_name"].dropna())
+    assert len(names) == 3, names  # the -S experiment and both queued ones
+    assert len(children) == 2 * len(parents)
+
+
+def test_history_prints_a_row_per_version(repo):
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.history", "--plot", "gap.png"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].split()[:4] == ["version", "gap", "heldout_1", "heldout_2"]
+    assert lines[1].split()[1:4] == ["0.1056", "0.8889", "0.9944"]
+    assert (repo / "gap.png").exists()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_mlflow_server_serves_the_runs(repo):
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            "mlflow",
+            "server",
+            "--backend-store-uri",
+            f"sqlite:///{repo / 'mlflow.db'}",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--workers",
+            "1",
+        ],
+        cwd=repo,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}/api/2.0/mlflow"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2):
+                    break
+            except OSError:
+                assert time.monotonic() < deadline, "mlflow server did not start"
+                assert server.poll() is None, "mlflow server exited"
+                time.sleep(1)
+        query = json.dumps({"experiment_names": ["attention-faithfulness"]}).encode()
+        request = urllib.request.Request(
+            f"{base}/experiments/get-by-name?experiment_name=attention-faithfulness"
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            experiment_id = json.load(response)["experiment"]["experiment_id"]
+        query = json.dumps({"experiment_ids": [experiment_id], "max_results": 100}).encode()
+        request = urllib.request.Request(
+            f"{base}/runs/search", data=query, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            runs = json.load(response)["runs"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    gaps = [
+        metric["value"]
+        for run in runs
+        for metric in run["data"].get("metrics", [])
+        if metric["key"] == "seed_gap"
+    ]
+    assert round(min(gaps, key=lambda g: abs(g - 0.1056)), 4) == 0.1056
+    seeds = {t["value"] for r in runs for t in r["data"].get("tags", []) if t["key"] == "seed"}
+    assert seeds == {"1", "2"}

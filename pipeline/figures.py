@@ -1,0 +1,139 @@
+"""The report's figures as PNG bytes; the only pipeline module that imports matplotlib.
+
+Figures are drawn on a bare `Figure` with an Agg canvas, never through pyplot,
+so no global figure state or GUI backend is touched. The bytes are
+deterministic: matplotlib's default style (a user's matplotlibrc is ignored),
+fixed size and dpi, and no "Software" stamp in the PNG metadata.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from functools import partial
+
+import matplotlib.style
+import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PatchCollection
+from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
+
+DPI = 100
+MAX_SEEDS_SHOWN = 4  # per-seed pictures of a long seed list would drown the report
+MAX_LEGEND_SEEDS = 10
+
+
+def render(draw: Callable[[Figure], None], size: tuple[float, float]) -> bytes:
+    with matplotlib.style.context("default"):
+        figure = Figure(figsize=size, dpi=DPI, layout="constrained")
+        FigureCanvasAgg(figure)
+        draw(figure)
+        buffer = io.BytesIO()
+        figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+    return buffer.getvalue()
+
+
+def sorted_weights(steps: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.Series]:
+    """One run's held-out weights (N, T), rows sorted by marked step then id."""
+    run = steps[steps["seed"] == seed]
+    marked = run.loc[run["is_marked"], ["id", "step"]].sort_values(["step", "id"])
+    weights = run.pivot(index="id", columns="step", values="weight").loc[marked["id"]]
+    return weights, marked["step"].reset_index(drop=True)
+
+
+def attention_heatmap(figure: Figure, steps: pd.DataFrame, seed: int) -> None:
+    weights, marked = sorted_weights(steps, seed)
+    ax = figure.subplots()
+    image = ax.imshow(
+        weights.to_numpy(), aspect="auto", cmap="viridis", vmin=0, vmax=1, interpolation="nearest"
+    )
+    # Outline the cell of the marked step in every row: where the weight should be.
+    boxes = [Rectangle((m - 0.5, row - 0.5), 1, 1) for row, m in enumerate(marked)]
+    ax.add_collection(PatchCollection(boxes, facecolor="none", edgecolor="red", linewidth=0.6))
+    groups = marked.groupby(marked).apply(lambda rows: rows.index.to_series().mean())
+    ax.set_yticks(groups.to_numpy(), labels=[f"m={m}" for m in groups.index])
+    ax.set_xticks(range(weights.shape[1]))
+    ax.set(xlabel="step", ylabel="held-out sequences, by marked step m")
+    ax.set_title(f"Run {seed}: attention weights (red: marked step)")
+    figure.colorbar(image, ax=ax, label="weight")
+
+
+def weight_effect_scatter(
+    figure: Figure, steps: pd.DataFrame, seeds: list[int], high: float, low: float
+) -> None:
+    """Weight against ablation effect, one point per (example, step); the dashed
+    lines bound the lower right corner: high weight, little effect."""
+    axes = figure.subplots(1, len(seeds), sharex=True, sharey=True, squeeze=False)[0]
+    for ax, seed in zip(axes, seeds, strict=True):
+        run = steps[steps["seed"] == seed]
+        top = run["is_top_weight"].astype(bool)
+        ax.scatter(run.loc[~top, "weight"], run.loc[~top, "effect"], s=4, c="0.7", label="other")
+        ax.scatter(run.loc[top, "weight"], run.loc[top, "effect"], s=8, c="C1", label="top weight")
+        ax.axvline(high, color="0.3", linestyle="--", linewidth=0.8)
+        ax.axhline(low, color="0.3", linestyle="--", linewidth=0.8)
+        ax.set(title=f"Run {seed}", xlabel="attention weight", xlim=(0, 1))
+    axes[0].set_ylabel("ablation effect |change in P(y=1)|")
+    axes[0].legend(loc="upper left", fontsize="small")
+
+
+def training_curves(figure: Figure, curves: dict[int, pd.DataFrame]) -> None:
+    loss_ax, accuracy_ax = figure.subplots(1, 2)
+    for seed, curve in curves.items():
+        loss_ax.plot(curve["epoch"], curve["loss"], label=f"run {seed}")
+        accuracy_ax.plot(curve["epoch"], curve["accuracy"], label=f"run {seed}")
+    loss_ax.set(title="Training loss", xlabel="epoch", ylabel="binary cross-entropy")
+    accuracy_ax.set(title="Training accuracy", xlabel="epoch", ylabel="accuracy", ylim=(0, 1))
+    if len(curves) <= MAX_LEGEND_SEEDS:
+        loss_ax.legend(fontsize="small")
+
+
+def heldout_accuracy(figure: Figure, document: dict) -> None:
+    """One bar per run, the baseline dashed, the run-to-run gap as a bracket."""
+    seeds = list(document["runs"])
+    accuracy = [document["runs"][seed]["heldout_accuracy"] for seed in seeds]
+    ax = figure.subplots()
+    ax.bar([f"run {seed}" for seed in seeds], accuracy, color="C0")
+    ax.axhline(document["data"]["baseline"], color="0.3", linestyle="--", label="baseline")
+    low, high = min(accuracy), max(accuracy)
+    for level in (low, high):
+        ax.axhline(level, color="C3", linewidth=0.8, linestyle=":")
+    ax.annotate(
+        "",
+        xy=(1.02, high),
+        xytext=(1.02, low),
+        xycoords=("axes fraction", "data"),
+        arrowprops={"arrowstyle": "<->", "color": "C3"},
+    )
+    ax.text(
+        1.04,
+        (low + high) / 2,
+        f"gap\n{document['seed_gap']:.4f}",
+        color="C3",
+        transform=ax.get_yaxis_transform(),
+        va="center",
+    )
+    ax.set(title="Held-out accuracy", ylabel="accuracy", ylim=(0, 1.05))
+    ax.legend(loc="lower left", fontsize="small")
+
+
+def lesson_figures(
+    document: dict, steps: pd.DataFrame, curves: dict[int, pd.DataFrame], high: float, low: float
+) -> dict[str, bytes]:
+    """Every figure of the report, file name -> PNG bytes; per-seed pictures for the
+    first MAX_SEEDS_SHOWN seeds only."""
+    shown = [int(seed) for seed in document["runs"]][:MAX_SEEDS_SHOWN]
+    heatmaps = {
+        f"attention_seed_{seed}.png": render(
+            partial(attention_heatmap, steps=steps, seed=seed), (5.5, 6)
+        )
+        for seed in shown
+    }
+    scatter = partial(weight_effect_scatter, steps=steps, seeds=shown, high=high, low=low)
+    width = max(4.5, 0.5 * len(document["runs"]) + 2.5)
+    return {
+        **heatmaps,
+        "weight_vs_effect.png": render(scatter, (3.2 * len(shown) + 0.6, 3.6)),
+        "training.png": render(partial(training_curves, curves=curves), (9, 3.6)),
+        "heldout_accuracy.png": render(partial(heldout_accuracy, document=document), (width, 3.6)),
+    }

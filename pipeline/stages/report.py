@@ -1,0 +1,92 @@
+"""Stage report: tables, a plain-language reading and figures -> report.md, PNGs, plot data."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline import figures, report
+from pipeline.config import Config, ConfigError, load_params
+from pipeline.files import read_json, write_bytes, write_csv, write_text
+from pipeline.stages import entry
+
+# Which figures each report section shows: (caption, file name or per-seed prefix).
+SECTION_FIGURES = {
+    "accuracy": [
+        ("Held-out accuracy per run and the run-to-run gap", "heldout_accuracy.png"),
+        ("Training loss and accuracy per epoch", "training.png"),
+    ],
+    "weights": [("Attention weights, held-out sequences x steps", "attention_seed_")],
+    "ablation": [("Attention weight against ablation effect", "weight_vs_effect.png")],
+}
+
+
+def figure_links(names: list[str], prefix: str) -> dict[str, list[tuple[str, str]]]:
+    """Section -> (caption, link) for each rendered figure; links relative to report.md."""
+    return {
+        section: [
+            (caption_of(caption, pattern, name), f"{prefix}/{name}")
+            for caption, pattern in entries
+            for name in names
+            if name == pattern or (pattern.endswith("_") and name.startswith(pattern))
+        ]
+        for section, entries in SECTION_FIGURES.items()
+    }
+
+
+def caption_of(caption: str, pattern: str, name: str) -> str:
+    """A per-seed figure's caption names its run: attention_seed_2.png -> (run 2)."""
+    if name == pattern:
+        return caption
+    return f"{caption} (run {name.removeprefix(pattern).removesuffix('.png')})"
+
+
+def run(
+    cfg: Config, document: dict, steps: pd.DataFrame, curves: dict[int, pd.DataFrame]
+) -> tuple[str, dict[str, bytes], pd.DataFrame]:
+    high, low = cfg.eval.high_weight, cfg.eval.low_effect
+    pngs = figures.lesson_figures(document, steps, curves, high, low)
+    prefix = Path(os.path.relpath(cfg.paths.figures, Path(cfg.paths.report).parent)).as_posix()
+    images = figure_links(list(pngs), prefix)
+    markdown = report.markdown_report(document, steps, cfg, report.is_lesson_config(cfg), images)
+    return markdown, pngs, report.step_weights(steps)
+
+
+def read_csv(path: Path) -> pd.DataFrame:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"missing {path}: run `dvc repro` first")
+    return pd.read_csv(path)
+
+
+def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
+    """Each PNG atomically; then drop the per-seed PNGs of an earlier run whose seeds
+    this one no longer has, since the outputs persist between runs."""
+    directory = Path(directory)
+    for name, png in pngs.items():
+        write_bytes(directory / name, png)
+    for stale in sorted(directory.glob("attention_seed_*.png")):
+        if stale.name not in pngs:
+            stale.unlink()
+
+
+def main() -> None:
+    cfg = load_params()
+    document = read_json(cfg.paths.metrics)
+    seeds = [int(seed) for seed in document["runs"]]
+    if seeds != list(cfg.train.seeds):
+        raise ConfigError(
+            f"train.seeds={list(cfg.train.seeds)} but {cfg.paths.metrics} holds seeds "
+            f"{seeds}: rerun the evaluate stage"
+        )
+    steps = read_csv(cfg.paths.step_table)
+    curves = {s: read_csv(Path(cfg.paths.training_curves) / f"seed_{s}.csv") for s in seeds}
+    markdown, pngs, step_weights = run(cfg, document, steps, curves)
+    write_figures(cfg.paths.figures, pngs)
+    write_csv(cfg.paths.step_weights, step_weights)
+    write_text(cfg.paths.report, markdown)
+
+
+if __name__ == "__main__":
+    entry(main)

@@ -1,0 +1,239 @@
+"""The report stage: report.md, its figures and the step-weight plot data."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import re
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from PIL import Image
+
+from pipeline import figures, report
+from pipeline.config import PROJECT_ROOT, ConfigError, EvalConfig, PathsConfig, TrackingConfig
+from pipeline.params import composed_yaml
+from pipeline.stages import evaluate, generate, train
+from pipeline.stages import report as report_stage
+from tests.conftest import small_overrides
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+SECTIONS = ["## Reading", "## Data checks", "## Accuracy", "## Attention weights", "## Ablation"]
+FIGURES = {
+    "attention_seed_1.png",
+    "attention_seed_2.png",
+    "weight_vs_effect.png",
+    "training.png",
+    "heldout_accuracy.png",
+}
+
+
+@pytest.fixture(scope="module")
+def small_lesson(small_cfg) -> tuple[dict, pd.DataFrame, dict[int, pd.DataFrame]]:
+    """The small config's metrics document, step table and curves, as the files hold them."""
+    frame, summary = generate.run(small_cfg)
+    params, history = train.run(small_cfg, frame)
+    document, steps = evaluate.run(small_cfg, frame, summary, small_cfg.train.seeds, params)
+    steps = pd.read_csv(io.StringIO(steps.to_csv(index=False)))
+    return json.loads(json.dumps(document)), steps, train.curve_frames(history, [1, 2])
+
+
+@pytest.fixture(scope="module")
+def committed_lesson() -> tuple[dict, pd.DataFrame, dict[int, pd.DataFrame]]:
+    """The default config's outputs committed under reports/."""
+    reports = PROJECT_ROOT / "reports"
+    curves = {seed: pd.read_csv(reports / f"training/seed_{seed}.csv") for seed in (1, 2)}
+    document = json.loads((reports / "metrics.json").read_text())
+    return document, pd.read_csv(reports / "steps.csv"), curves
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch, small_lesson) -> Path:
+    document, steps, curves = small_lesson
+    (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
+    (tmp_path / "reports/training").mkdir(parents=True)
+    (tmp_path / "reports/metrics.json").write_text(json.dumps(document))
+    steps.to_csv(tmp_path / "reports/steps.csv", index=False)
+    for seed, curve in curves.items():
+        curve.to_csv(tmp_path / f"reports/training/seed_{seed}.csv", index=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def stage_outputs(root: Path) -> dict[str, bytes]:
+    names = ["reports/report.md", "reports/step_weights.csv"]
+    names += [f"reports/figures/{name}" for name in sorted(FIGURES)]
+    return {name: (root / name).read_bytes() for name in names}
+
+
+def hand_document(**per_run: dict) -> dict:
+    """The lesson's numbers with some per-run numbers replaced, e.g. `{"1": {...}}`."""
+    document = {key: copy.deepcopy(report.GOLDEN[key]) for key in ("data", "runs", "seed_gap")}
+    document["data"]["sequences"] = 720
+    for seed, changes in per_run.items():
+        document["runs"][seed].update(changes)
+    accuracy = [run["heldout_accuracy"] for run in document["runs"].values()]
+    document["heldout_accuracy_mean"] = sum(accuracy) / len(accuracy)
+    document["heldout_accuracy_std"] = 0.0
+    return document
+
+
+def bullet(text: str, seed: str) -> str:
+    return next(line for line in text.splitlines() if line.startswith(f"- **Run {seed}**"))
+
+
+def test_stage_writes_every_section_and_figure(workdir):
+    report_stage.main()
+    markdown = (workdir / "reports/report.md").read_text()
+    assert [line for line in markdown.splitlines() if line.startswith("## ")] == SECTIONS
+    assert {p.name for p in (workdir / "reports/figures").iterdir()} == FIGURES
+    links = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", markdown)
+    assert {Path(link).name for link in links} == FIGURES
+    assert all((workdir / "reports" / link).is_file() for link in links)
+    assert "(lesson)" not in markdown and "Not the lesson's configuration" in markdown
+    assert "weight > 0.5" in markdown and "of those effect < 0.05" in markdown
+
+
+def test_stage_outputs_repeat_byte_for_byte(workdir):
+    report_stage.main()
+    first = stage_outputs(workdir)
+    report_stage.main()
+    assert stage_outputs(workdir) == first
+
+
+def test_step_weights_are_one_mean_per_seed_and_step(workdir):
+    report_stage.main()
+    frame = pd.read_csv(workdir / "reports/step_weights.csv")
+    assert list(frame.columns) == ["seed", "step", "mean_weight", "run_step"]
+    assert len(frame) == 2 * 12 and frame["run_step"].is_unique
+    sums = frame.groupby("seed")["mean_weight"].sum()
+    assert sums.to_numpy() == pytest.approx([1.0, 1.0])
+
+
+def test_figures_are_deterministic_pngs(small_cfg, small_lesson):
+    _, first, _ = report_stage.run(small_cfg, *small_lesson)
+    _, again, _ = report_stage.run(small_cfg, *small_lesson)
+    assert set(first) == FIGURES and first == again
+    for png in first.values():
+        assert png.startswith(PNG_SIGNATURE)
+        Image.open(io.BytesIO(png)).verify()
+    assert Image.open(io.BytesIO(first["attention_seed_1.png"])).size == (550, 600)
+
+
+def test_long_seed_lists_cap_the_per_seed_figures(small_lesson):
+    document, steps, curves = small_lesson
+    seeds = range(1, 7)
+    many = copy.deepcopy(document)
+    many["runs"] = {str(seed): document["runs"]["1"] for seed in seeds}
+    steps = pd.concat([steps[steps["seed"] == 1].assign(seed=seed) for seed in seeds])
+    curves = {seed: curves[1] for seed in seeds}
+    pngs = figures.lesson_figures(many, steps, curves, 0.5, 0.05)
+    heatmaps = [name for name in pngs if name.startswith("attention_seed_")]
+    assert len(heatmaps) == figures.MAX_SEEDS_SHOWN
+
+
+def test_stale_seed_figures_are_removed(tmp_path):
+    (tmp_path / "attention_seed_9.png").write_bytes(b"old")
+    (tmp_path / "notes.png").write_bytes(b"kept")
+    report_stage.write_figures(tmp_path, {"attention_seed_1.png": PNG_SIGNATURE})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["attention_seed_1.png", "notes.png"]
+
+
+def test_lesson_config_is_the_default_up_to_tracking_and_paths(default_cfg, small_cfg):
+    assert report.is_lesson_config(default_cfg)
+    quiet = replace(default_cfg, tracking=TrackingConfig(enabled=False), paths=PathsConfig("x"))
+    assert report.is_lesson_config(quiet)
+    assert not report.is_lesson_config(small_cfg)
+    assert not report.is_lesson_config(replace(default_cfg, eval=EvalConfig(high_weight=0.6)))
+
+
+def test_golden_values_appear_only_for_the_lesson_config(default_cfg, committed_lesson):
+    lesson, _, _ = report_stage.run(default_cfg, *committed_lesson)
+    other_cfg = replace(default_cfg, eval=EvalConfig(low_effect=0.1))
+    other, _, _ = report_stage.run(other_cfg, *committed_lesson)
+    assert "held-out (lesson)" in lesson and "marker mass (lesson)" in lesson
+    assert "run 1 (lesson)" in lesson
+    assert "Every number matches the lesson's at 4 decimals." in lesson
+    assert "(lesson)" not in other and "matches the lesson" not in other
+    assert "of those effect < 0.1" in other
+
+
+def test_golden_mismatches_are_named():
+    document = hand_document(**{"1": {"marker_mass": 0.3, "high_weight": 80}})
+    sentence = report.golden_sentence(document)
+    assert sentence.startswith("2 numbers differ")
+    assert "run 1 marker_mass (0.3 vs 0.2721)" in sentence and "run 1 high_weight" in sentence
+    one = report.golden_sentence(hand_document(**{"2": {"argmax_hit": 0.99}}))
+    assert one.startswith("1 number differs") and "run 2 argmax_hit (0.99 vs 1.0)" in one
+
+
+def test_reading_says_whether_weights_agree_with_the_ablation():
+    document = hand_document(
+        **{"1": {"weight_effect_agreement": 0.2}, "2": {"weight_effect_agreement": 0.95}}
+    )
+    text = report.reading(document, golden=False, high=0.5, low=0.05)
+    assert "The weights do not agree with the ablation" in bullet(text, "1")
+    assert "in 20% of held-out sequences" in bullet(text, "1")
+    assert "The weights agree with the ablation" in bullet(text, "2")
+    assert "not agree" not in bullet(text, "2")
+    assert "The runs tell different stories" in text
+
+
+def test_reading_says_where_the_weights_point():
+    uniform = report.GOLDEN["data"]["uniform_weight"]
+    flat = {"marker_mass": uniform, "argmax_hit": 0.08}
+    document = hand_document(**{"1": flat})
+    text = report.reading(document, golden=False, high=0.5, low=0.05)
+    assert "its weights do not point at the marked step" in bullet(text, "1")
+    assert "lean towards" in report.reading(hand_document(), False, 0.5, 0.05)
+    assert "its weights point at the marked step" in bullet(text, "2")
+    peaked = hand_document(**{"1": {"marker_mass": 1.1 * uniform, "argmax_hit": 1.0}})
+    assert "nearly flat" in bullet(report.reading(peaked, False, 0.5, 0.05), "1")
+
+
+def test_reading_follows_baseline_high_weight_and_gap():
+    weak = {"heldout_accuracy": 0.6, "high_weight": 0, "high_weight_low_effect": 0}
+    document = hand_document(**{"1": weak, "2": {"high_weight_low_effect": 0}})
+    document["seed_gap"] = 0.001
+    text = report.reading(document, golden=False, high=0.5, low=0.05)
+    assert "does not beat the majority-class baseline 0.6333" in bullet(text, "1")
+    assert "No held-out sequence puts more than 0.5" in bullet(text, "1")
+    assert "All 180 sequences with a weight above 0.5" in bullet(text, "2")
+    assert "a small run-to-run gap" in text
+    assert "a large run-to-run gap" in report.reading(hand_document(), False, 0.5, 0.05)
+    document["runs"] = {"1": document["runs"]["1"]}
+    assert "With one seed there is no run-to-run gap" in report.reading(document, False, 0.5, 0.05)
+
+
+def test_stage_refuses_metrics_of_other_seeds(workdir):
+    params = workdir / "params.yaml"
+    params.write_text(params.read_text().replace("  - 2\n", "  - 3\n", 1))
+    with pytest.raises(ConfigError, match="rerun the evaluate stage"):
+        report_stage.main()
+
+
+def test_missing_input_is_a_clear_error(tmp_path):
+    (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.stages.report"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert result.stderr == "error: missing reports/metrics.json: run `dvc repro` first\n"
+
+
+def test_only_the_figures_module_imports_matplotlib():
+    probe = (
+        "import sys, pipeline.data, pipeline.model, pipeline.train, pipeline.metrics, "
+        "pipeline.report, pipeline.stages.evaluate, pipeline.stages.train; "
+        "print('matplotlib' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.split() == ["False"]

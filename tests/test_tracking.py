@@ -1,0 +1,153 @@
+"""MLflow tracking against temporary SQLite stores."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from pipeline import history, tracking
+from pipeline.config import PROJECT_ROOT, TrackingConfig
+from pipeline.errors import TrackingError
+from tests.conftest import GOLDEN_RUNS
+
+REPORTS = PROJECT_ROOT / "reports"
+
+
+def committed_state(cfg, uri: str, **tags: str) -> tracking.PipelineState:
+    cfg = replace(cfg, tracking=TrackingConfig(uri=uri, experiment="test"))
+    curves = {s: pd.read_csv(REPORTS / "training" / f"seed_{s}.csv") for s in (1, 2)}
+    return tracking.PipelineState(
+        cfg=cfg,
+        metrics=json.loads((REPORTS / "metrics.json").read_text()),
+        curves=curves,
+        tags={"git.commit": "abc1234def", "git.dirty": "False", **tags},
+        artifacts=[REPORTS / "metrics.json"],
+    )
+
+
+@pytest.fixture
+def store(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'mlflow.db'}"
+
+
+def test_one_parent_and_a_child_per_seed_with_every_number(default_cfg, store):
+    from mlflow.tracking import MlflowClient
+
+    parent_id, logged = tracking.log_state(committed_state(default_cfg, store))
+    assert logged
+    parents, children = tracking.search_parent_runs(store, "test")
+    assert list(parents["run_id"]) == [parent_id] and len(children) == 2
+    metrics = json.loads((REPORTS / "metrics.json").read_text())
+    parent = parents.iloc[0]
+    assert parent["metrics.seed_gap"] == metrics["seed_gap"]  # full precision
+    assert parent["metrics.data.baseline"] == metrics["data"]["baseline"]
+    assert parent["params.train.lr"] == "0.6" and parent["params.train.seeds"] == "[1, 2]"
+    client = MlflowClient(store)
+    for _, child in children.iterrows():
+        seed = child["tags.seed"]
+        for key, value in metrics["runs"][seed].items():
+            assert child[f"metrics.{key}"] == value
+        assert round(child["metrics.heldout_accuracy"], 4) == GOLDEN_RUNS[seed]["heldout_accuracy"]
+        losses = client.get_metric_history(child["run_id"], "train_loss_curve")
+        assert [m.step for m in losses] == list(range(200))
+    artifacts = [a.path for a in client.list_artifacts(parent_id)]
+    assert "metrics.json" in artifacts
+
+
+def test_the_same_state_is_logged_once(default_cfg, store):
+    first, logged = tracking.log_state(committed_state(default_cfg, store))
+    again, logged_again = tracking.log_state(committed_state(default_cfg, store))
+    assert logged and not logged_again and again == first
+    changed = committed_state(default_cfg, store)
+    changed.cfg = replace(changed.cfg, eval=replace(changed.cfg.eval, high_weight=0.6))
+    assert tracking.log_state(changed)[1]
+    parents, _ = tracking.search_parent_runs(store, "test")
+    assert len(parents) == 2
+
+
+@pytest.mark.parametrize("uri", ["sqlite:////proc/no-such-dir/mlflow.db", "nosuchscheme://x"])
+def test_unwritable_store_names_the_uri(default_cfg, uri, tmp_path, monkeypatch):
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    with pytest.raises(TrackingError) as err:
+        tracking.log_state(committed_state(default_cfg, uri))
+    assert uri in str(err.value) and "\n" not in str(err.value)
+
+
+def _log_in_process(args: tuple[str, float]) -> str:
+    from pipeline.config import Config
+
+    uri, high_weight = args
+    state = committed_state(Config(), uri)
+    state.cfg = replace(state.cfg, eval=replace(state.cfg.eval, high_weight=high_weight))
+    return tracking.log_state(state)[0]
+
+
+def test_parallel_processes_on_a_fresh_store_lose_no_run(store):
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(3) as pool:
+        run_ids = pool.map(_log_in_process, [(store, 0.5), (store, 0.6), (store, 0.7)])
+    parents, children = tracking.search_parent_runs(store, "test")
+    assert sorted(parents["run_id"]) == sorted(run_ids)
+    assert len(children) == 6
+
+
+def test_history_has_a_row_per_version_and_the_params_that_differ(default_cfg, store, capsys):
+    tracking.log_state(committed_state(default_cfg, store))
+    other = committed_state(default_cfg, store, **{"dvc.exp_name": "lower-lr"})
+    other.cfg = replace(other.cfg, train=replace(other.cfg.train, lr=0.3))
+    other.metrics["seed_gap"] = 0.05
+    tracking.log_state(other)
+    plot = Path(store.removeprefix("sqlite:///")).parent / "gap.png"
+    history.main(["--uri", store, "--experiment", "test", "--plot", str(plot)])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == [
+        "version",
+        "gap",
+        "heldout_1",
+        "heldout_2",
+        "mass_1",
+        "mass_2",
+        "agree_1",
+        "agree_2",
+        "train.lr",
+    ]
+    assert lines[1].split() == [
+        "abc1234",
+        "0.1056",
+        "0.8889",
+        "0.9944",
+        "0.2721",
+        "0.9691",
+        "0.5889",
+        "1.0000",
+        "0.6",
+    ]
+    assert lines[2].split()[:2] == ["lower-lr", "0.0500"] and lines[2].split()[-1] == "0.3"
+    assert plot.read_bytes().startswith(b"\x89PNG")
+
+
+def test_store_is_anchored_at_dvc_root(monkeypatch, tmp_path):
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    assert tracking.store_uri(TrackingConfig()) == f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert tracking.artifact_location() == (tmp_path / "mlartifacts").as_uri()
+
+
+def test_tracking_is_the_only_module_that_imports_mlflow():
+    import subprocess
+
+    for path in (PROJECT_ROOT / "pipeline").rglob("*.py"):
+        source = path.read_text()
+        if path.name != "tracking.py":
+            assert "import mlflow" not in source and "from mlflow" not in source, path
+    probe = (
+        "import sys, pipeline.data, pipeline.model, pipeline.train, pipeline.metrics; "
+        "print('mlflow' in sys.modules)"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.strip() == "False"
