@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -246,3 +247,24 @@ def test_mlflow_server_serves_the_runs(repo):
     assert round(min(gaps, key=lambda g: abs(g - 0.1056)), 4) == 0.1056
     seeds = {t["value"] for r in runs for t in r["data"].get("tags", []) if t["key"] == "seed"}
     assert seeds == {"1", "2"}
+
+
+def test_ci_output_check_fails_on_tampered_metrics(tmp_path):
+    repo = clone_project(tmp_path / "tampered")
+    metrics = repo / "reports/metrics.json"
+    metrics.write_text(metrics.read_text().replace('"high_weight": 81', '"high_weight": 82'))
+    subprocess.run(
+        ["git", "commit", "-qam", "tamper"],
+        cwd=repo,
+        check=True,
+        env={
+            **os.environ,
+            "GIT_AUTHOR_NAME": "t",
+            "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t",
+            "GIT_COMMITTER_EMAIL": "t@t",
+        },
+    )
+    result = subprocess.run(["bash", ".ci/check-outputs"], cwd=repo, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "reports/metrics.json" in result.stdout

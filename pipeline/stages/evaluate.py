@@ -8,6 +8,7 @@ import torch
 from pipeline import data, metrics, model
 from pipeline.config import Config, ConfigError, load_params
 from pipeline.files import read_json, read_parquet, write_csv, write_json
+from pipeline.report import text_tables
 from pipeline.stages import entry
 from pipeline.train import resolve_device
 
@@ -64,6 +65,7 @@ def main() -> None:
     document, table = run(cfg, frame, summary, seeds, params)
     write_csv(cfg.paths.step_table, table)
     write_json(cfg.paths.metrics, document)
+    print(text_tables(document, table, cfg.eval.high_weight, cfg.eval.low_effect))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,8 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         "params.yaml",
         cfg.paths.step_table,
         cfg.paths.training_curves,
+        cfg.paths.report,
+        cfg.paths.figures,
     ]
     return tracking.PipelineState(
         cfg=cfg,
