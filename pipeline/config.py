@@ -72,6 +72,7 @@ class PathsConfig:
     report: str = "reports/report.md"
     figures: str = "reports/figures"
     step_weights: str = "reports/step_weights.csv"
+    tracked_state: str = ".mlflow-state.json"
 
 
 @dataclass

@@ -61,7 +61,7 @@ def repo(tmp_path_factory) -> Path:
     result = dvc(repo, "repro")
     # Data and models are not in git: they are rebuilt. evaluate's inputs then
     # hash as in dvc.lock, so DVC may rightly skip it.
-    assert {"generate", "train"} <= ran_stages(result.stdout)
+    assert {"generate", "train", "track"} <= ran_stages(result.stdout)
     return repo
 
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from pipeline import tracking
 from pipeline.config import Config, load_params
-from pipeline.files import read_json
+from pipeline.files import read_json, write_json
 from pipeline.stages import entry
 
 
@@ -49,10 +49,15 @@ def main() -> None:
     cfg = load_params()
     if not cfg.tracking.enabled:
         print("tracking disabled (tracking.enabled=false)")
+        write_json(cfg.paths.tracked_state, {"experiment": None, "state": None})
         return
-    run_id, logged = tracking.log_state(read_state(cfg, Path.cwd()))
+    state = read_state(cfg, Path.cwd())
+    run_id, logged = tracking.log_state(state)
     uri = tracking.store_uri(cfg.tracking)
     print(f"{'logged' if logged else 'already logged'}: run {run_id} in {uri}")
+    write_json(
+        cfg.paths.tracked_state, {"experiment": cfg.tracking.experiment, "state": state.digest}
+    )
 
 
 if __name__ == "__main__":
