@@ -66,7 +66,7 @@ class PathsConfig:
     sequences: str = "data/sequences.parquet"
     data_summary: str = "data/summary.json"
     parameters: str = "models/parameters.parquet"
-    training_curves: str = "reports/training"
+    training_curves: str = "reports/training.csv"
     metrics: str = "reports/metrics.json"
     step_table: str = "reports/steps.csv"
     report: str = "reports/report.md"

@@ -77,14 +77,15 @@ def weight_effect_scatter(
     axes[0].legend(loc="upper left", fontsize="small")
 
 
-def training_curves(figure: Figure, curves: dict[int, pd.DataFrame]) -> None:
+def training_curves(figure: Figure, curves: pd.DataFrame) -> None:
+    """Loss and accuracy per epoch, one line per seed (curves: epoch, seed, loss, accuracy)."""
     loss_ax, accuracy_ax = figure.subplots(1, 2)
-    for seed, curve in curves.items():
+    for seed, curve in curves.groupby("seed", sort=False):
         loss_ax.plot(curve["epoch"], curve["loss"], label=f"run {seed}")
         accuracy_ax.plot(curve["epoch"], curve["accuracy"], label=f"run {seed}")
     loss_ax.set(title="Training loss", xlabel="epoch", ylabel="binary cross-entropy")
     accuracy_ax.set(title="Training accuracy", xlabel="epoch", ylabel="accuracy", ylim=(0, 1))
-    if len(curves) <= MAX_LEGEND_SEEDS:
+    if curves["seed"].nunique() <= MAX_LEGEND_SEEDS:
         loss_ax.legend(fontsize="small")
 
 
@@ -118,7 +119,7 @@ def heldout_accuracy(figure: Figure, document: dict) -> None:
 
 
 def lesson_figures(
-    document: dict, steps: pd.DataFrame, curves: dict[int, pd.DataFrame], high: float, low: float
+    document: dict, steps: pd.DataFrame, curves: pd.DataFrame, high: float, low: float
 ) -> dict[str, bytes]:
     """Every figure of the report, file name -> PNG bytes; per-seed pictures for the
     first MAX_SEEDS_SHOWN seeds only."""

@@ -53,31 +53,13 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
     write_text(path, frame.to_csv(index=False, lineterminator="\n"))
 
 
+def read_csv(path: Path) -> pd.DataFrame:
+    if not Path(path).exists():
+        raise FileNotFoundError(f"missing {path}: run `dvc repro` first")
+    return pd.read_csv(path)
+
+
 def read_parquet(path: Path) -> pd.DataFrame:
     if not Path(path).exists():
         raise FileNotFoundError(f"missing {path}: run `dvc repro` first")
     return pd.read_parquet(path)
-
-
-def write_directory(path: Path, files: dict[str, str]) -> None:
-    """Replace the directory `path` with exactly `files` (name -> text), atomically enough:
-    the new tree is complete before it takes the old one's place."""
-    import shutil
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
-    try:
-        for name, text in files.items():
-            (staging / name).write_text(text)
-        if path.exists():
-            retired = path.with_name(f".{path.name}.old")
-            shutil.rmtree(retired, ignore_errors=True)
-            path.rename(retired)
-            staging.rename(path)
-            shutil.rmtree(retired)
-        else:
-            staging.rename(path)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise

@@ -56,7 +56,7 @@ class PipelineState:
 
     cfg: Config
     metrics: dict
-    curves: dict[int, pd.DataFrame]
+    curves: pd.DataFrame  # epoch, seed, loss, accuracy
     tags: dict[str, str]
     artifacts: list[Path] = field(default_factory=list)
 
@@ -215,7 +215,7 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
             child_tags,
             {"seed": seed},
             numbers,
-            state.curves.get(int(seed)),
+            state.curves[state.curves["seed"] == int(seed)],
         )
         client.set_terminated(child)
     for path in state.artifacts:

@@ -28,8 +28,11 @@ OUTPUTS = [
     "models/parameters.parquet",
     "reports/metrics.json",
     "reports/steps.csv",
-    "reports/training/seed_1.csv",
-    "reports/training/seed_2.csv",
+    "reports/training.csv",
+    "reports/report.md",
+    "reports/step_weights.csv",
+    "reports/figures/attention_seed_1.png",
+    "reports/figures/weight_vs_effect.png",
 ]
 
 

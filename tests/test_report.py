@@ -34,20 +34,20 @@ FIGURES = {
 
 
 @pytest.fixture(scope="module")
-def small_lesson(small_cfg) -> tuple[dict, pd.DataFrame, dict[int, pd.DataFrame]]:
+def small_lesson(small_cfg) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """The small config's metrics document, step table and curves, as the files hold them."""
     frame, summary = generate.run(small_cfg)
     params, history = train.run(small_cfg, frame)
     document, steps = evaluate.run(small_cfg, frame, summary, small_cfg.train.seeds, params)
     steps = pd.read_csv(io.StringIO(steps.to_csv(index=False)))
-    return json.loads(json.dumps(document)), steps, train.curve_frames(history, [1, 2])
+    return json.loads(json.dumps(document)), steps, train.curves_frame(history, [1, 2])
 
 
 @pytest.fixture(scope="module")
-def committed_lesson() -> tuple[dict, pd.DataFrame, dict[int, pd.DataFrame]]:
+def committed_lesson() -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """The default config's outputs committed under reports/."""
     reports = PROJECT_ROOT / "reports"
-    curves = {seed: pd.read_csv(reports / f"training/seed_{seed}.csv") for seed in (1, 2)}
+    curves = pd.read_csv(reports / "training.csv")
     document = json.loads((reports / "metrics.json").read_text())
     return document, pd.read_csv(reports / "steps.csv"), curves
 
@@ -56,11 +56,10 @@ def committed_lesson() -> tuple[dict, pd.DataFrame, dict[int, pd.DataFrame]]:
 def workdir(tmp_path, monkeypatch, small_lesson) -> Path:
     document, steps, curves = small_lesson
     (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
-    (tmp_path / "reports/training").mkdir(parents=True)
+    (tmp_path / "reports").mkdir()
     (tmp_path / "reports/metrics.json").write_text(json.dumps(document))
     steps.to_csv(tmp_path / "reports/steps.csv", index=False)
-    for seed, curve in curves.items():
-        curve.to_csv(tmp_path / f"reports/training/seed_{seed}.csv", index=False)
+    curves.to_csv(tmp_path / "reports/training.csv", index=False)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -131,7 +130,7 @@ def test_long_seed_lists_cap_the_per_seed_figures(small_lesson):
     many = copy.deepcopy(document)
     many["runs"] = {str(seed): document["runs"]["1"] for seed in seeds}
     steps = pd.concat([steps[steps["seed"] == 1].assign(seed=seed) for seed in seeds])
-    curves = {seed: curves[1] for seed in seeds}
+    curves = pd.concat([curves[curves["seed"] == 1].assign(seed=seed) for seed in seeds])
     pngs = figures.lesson_figures(many, steps, curves, 0.5, 0.05)
     heatmaps = [name for name in pngs if name.startswith("attention_seed_")]
     assert len(heatmaps) == figures.MAX_SEEDS_SHOWN

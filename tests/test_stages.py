@@ -35,8 +35,7 @@ def output_bytes(root: Path) -> dict[str, bytes]:
         "models/parameters.parquet",
         "reports/metrics.json",
         "reports/steps.csv",
-        "reports/training/seed_1.csv",
-        "reports/training/seed_2.csv",
+        "reports/training.csv",
     ]
     return {name: (root / name).read_bytes() for name in names}
 
@@ -59,8 +58,9 @@ def test_stages_write_every_output_deterministically(workdir, small_cfg):
 def test_training_curves_have_one_row_per_epoch(workdir):
     generate.main()
     train.main()
-    curve = (workdir / "reports/training/seed_2.csv").read_text().splitlines()
-    assert curve[0] == "epoch,loss,accuracy" and len(curve) == 31
+    curves = (workdir / "reports/training.csv").read_text().splitlines()
+    assert curves[0] == "epoch,seed,loss,accuracy" and len(curves) == 1 + 30 * 2
+    assert [line.split(",")[:2] for line in curves[1:3]] == [["0", "1"], ["0", "2"]]
 
 
 def test_bad_params_value_stops_the_stage_and_keeps_outputs(workdir):

@@ -9,7 +9,7 @@ import pandas as pd
 
 from pipeline import figures, report
 from pipeline.config import Config, ConfigError, load_params
-from pipeline.files import read_json, write_bytes, write_csv, write_text
+from pipeline.files import read_csv, read_json, write_bytes, write_csv, write_text
 from pipeline.stages import entry
 
 # Which figures each report section shows: (caption, file name or per-seed prefix).
@@ -44,7 +44,7 @@ def caption_of(caption: str, pattern: str, name: str) -> str:
 
 
 def run(
-    cfg: Config, document: dict, steps: pd.DataFrame, curves: dict[int, pd.DataFrame]
+    cfg: Config, document: dict, steps: pd.DataFrame, curves: pd.DataFrame
 ) -> tuple[str, dict[str, bytes], pd.DataFrame]:
     high, low = cfg.eval.high_weight, cfg.eval.low_effect
     pngs = figures.lesson_figures(document, steps, curves, high, low)
@@ -52,12 +52,6 @@ def run(
     images = figure_links(list(pngs), prefix)
     markdown = report.markdown_report(document, steps, cfg, report.is_lesson_config(cfg), images)
     return markdown, pngs, report.step_weights(steps)
-
-
-def read_csv(path: Path) -> pd.DataFrame:
-    if not Path(path).exists():
-        raise FileNotFoundError(f"missing {path}: run `dvc repro` first")
-    return pd.read_csv(path)
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
@@ -81,7 +75,7 @@ def main() -> None:
             f"{seeds}: rerun the evaluate stage"
         )
     steps = read_csv(cfg.paths.step_table)
-    curves = {s: read_csv(Path(cfg.paths.training_curves) / f"seed_{s}.csv") for s in seeds}
+    curves = read_csv(cfg.paths.training_curves)
     markdown, pngs, step_weights = run(cfg, document, steps, curves)
     write_figures(cfg.paths.figures, pngs)
     write_csv(cfg.paths.step_weights, step_weights)

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
 from pipeline import tracking
 from pipeline.config import Config, load_params
-from pipeline.files import read_json, write_json
+from pipeline.files import read_csv, read_json, write_json
 from pipeline.stages import entry
 
 
@@ -21,8 +19,7 @@ def used_device(name: str) -> str:
 
 
 def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
-    curves_dir = Path(cfg.paths.training_curves)
-    curves = {seed: pd.read_csv(curves_dir / f"seed_{seed}.csv") for seed in cfg.train.seeds}
+    curves = read_csv(cfg.paths.training_curves)
     tags = {
         **tracking.git_tags(root),
         **tracking.lock_hashes(root / "dvc.lock", cfg),

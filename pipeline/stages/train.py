@@ -7,7 +7,7 @@ import torch
 
 from pipeline import data, model
 from pipeline.config import Config, load_params
-from pipeline.files import read_parquet, write_directory, write_parquet
+from pipeline.files import read_parquet, write_csv, write_parquet
 from pipeline.stages import entry
 from pipeline.train import History, resolve_device, train
 
@@ -22,26 +22,24 @@ def run(cfg: Config, frame: pd.DataFrame) -> tuple[model.Params, History]:
     return trained.map(lambda t: t.cpu()), History(history.loss.cpu(), history.accuracy.cpu())
 
 
-def curve_frames(history: History, seeds: list[int]) -> dict[int, pd.DataFrame]:
-    """Per seed: epoch, loss and accuracy (before that epoch's update)."""
-    epochs = range(history.loss.shape[0])
-    return {
-        seed: pd.DataFrame(
-            {"epoch": epochs, "loss": history.loss[:, i], "accuracy": history.accuracy[:, i]}
-        )
-        for i, seed in enumerate(seeds)
-    }
+def curves_frame(history: History, seeds: list[int]) -> pd.DataFrame:
+    """One row per (epoch, seed): loss and accuracy before that epoch's update."""
+    epochs, runs = history.loss.shape
+    return pd.DataFrame(
+        {
+            "epoch": torch.arange(epochs).repeat_interleave(runs).numpy(),
+            "seed": torch.tensor(seeds).repeat(epochs).numpy(),
+            "loss": history.loss.reshape(-1).numpy(),
+            "accuracy": history.accuracy.reshape(-1).numpy(),
+        }
+    )
 
 
 def main() -> None:
     cfg = load_params()
     params, history = run(cfg, read_parquet(cfg.paths.sequences))
     write_parquet(cfg.paths.parameters, model.to_frame(params, cfg.train.seeds, cfg.model))
-    curves = curve_frames(history, cfg.train.seeds)
-    write_directory(
-        cfg.paths.training_curves,
-        {f"seed_{seed}.csv": frame.to_csv(index=False) for seed, frame in curves.items()},
-    )
+    write_csv(cfg.paths.training_curves, curves_frame(history, cfg.train.seeds))
 
 
 if __name__ == "__main__":
