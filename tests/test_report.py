@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline import figures, report
+from pipeline import figures, golden, reading
 from pipeline.config import PROJECT_ROOT, ConfigError, EvalConfig, PathsConfig, TrackingConfig
 from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
@@ -72,7 +72,7 @@ def stage_outputs(root: Path) -> dict[str, bytes]:
 
 def hand_document(**per_run: dict) -> dict:
     """The lesson's numbers with some per-run numbers replaced, e.g. `{"1": {...}}`."""
-    document = {key: copy.deepcopy(report.GOLDEN[key]) for key in ("data", "runs", "seed_gap")}
+    document = {key: copy.deepcopy(golden.GOLDEN[key]) for key in ("data", "runs", "seed_gap")}
     document["data"]["sequences"] = 720
     for seed, changes in per_run.items():
         document["runs"][seed].update(changes)
@@ -144,11 +144,11 @@ def test_stale_seed_figures_are_removed(tmp_path):
 
 
 def test_lesson_config_is_the_default_up_to_tracking_and_paths(default_cfg, small_cfg):
-    assert report.is_lesson_config(default_cfg)
+    assert golden.is_lesson_config(default_cfg)
     quiet = replace(default_cfg, tracking=TrackingConfig(enabled=False), paths=PathsConfig("x"))
-    assert report.is_lesson_config(quiet)
-    assert not report.is_lesson_config(small_cfg)
-    assert not report.is_lesson_config(replace(default_cfg, eval=EvalConfig(high_weight=0.6)))
+    assert golden.is_lesson_config(quiet)
+    assert not golden.is_lesson_config(small_cfg)
+    assert not golden.is_lesson_config(replace(default_cfg, eval=EvalConfig(high_weight=0.6)))
 
 
 def test_golden_values_appear_only_for_the_lesson_config(default_cfg, committed_lesson):
@@ -164,10 +164,10 @@ def test_golden_values_appear_only_for_the_lesson_config(default_cfg, committed_
 
 def test_golden_mismatches_are_named():
     document = hand_document(**{"1": {"marker_mass": 0.3, "high_weight": 80}})
-    sentence = report.golden_sentence(document)
+    sentence = reading.golden_sentence(document)
     assert sentence.startswith("2 numbers differ")
     assert "run 1 marker_mass (0.3 vs 0.2721)" in sentence and "run 1 high_weight" in sentence
-    one = report.golden_sentence(hand_document(**{"2": {"argmax_hit": 0.99}}))
+    one = reading.golden_sentence(hand_document(**{"2": {"argmax_hit": 0.99}}))
     assert one.startswith("1 number differs") and "run 2 argmax_hit (0.99 vs 1.0)" in one
 
 
@@ -175,7 +175,7 @@ def test_reading_says_whether_weights_agree_with_the_ablation():
     document = hand_document(
         **{"1": {"weight_effect_agreement": 0.2}, "2": {"weight_effect_agreement": 0.95}}
     )
-    text = report.reading(document, golden=False, high=0.5, low=0.05)
+    text = reading.reading(document, golden=False, high=0.5, low=0.05)
     assert "The weights do not agree with the ablation" in bullet(text, "1")
     assert "in 20% of held-out sequences" in bullet(text, "1")
     assert "The weights agree with the ablation" in bullet(text, "2")
@@ -184,29 +184,29 @@ def test_reading_says_whether_weights_agree_with_the_ablation():
 
 
 def test_reading_says_where_the_weights_point():
-    uniform = report.GOLDEN["data"]["uniform_weight"]
+    uniform = golden.GOLDEN["data"]["uniform_weight"]
     flat = {"marker_mass": uniform, "argmax_hit": 0.08}
     document = hand_document(**{"1": flat})
-    text = report.reading(document, golden=False, high=0.5, low=0.05)
+    text = reading.reading(document, golden=False, high=0.5, low=0.05)
     assert "its weights do not point at the marked step" in bullet(text, "1")
-    assert "lean towards" in report.reading(hand_document(), False, 0.5, 0.05)
+    assert "lean towards" in reading.reading(hand_document(), False, 0.5, 0.05)
     assert "its weights point at the marked step" in bullet(text, "2")
     peaked = hand_document(**{"1": {"marker_mass": 1.1 * uniform, "argmax_hit": 1.0}})
-    assert "nearly flat" in bullet(report.reading(peaked, False, 0.5, 0.05), "1")
+    assert "nearly flat" in bullet(reading.reading(peaked, False, 0.5, 0.05), "1")
 
 
 def test_reading_follows_baseline_high_weight_and_gap():
     weak = {"heldout_accuracy": 0.6, "high_weight": 0, "high_weight_low_effect": 0}
     document = hand_document(**{"1": weak, "2": {"high_weight_low_effect": 0}})
     document["seed_gap"] = 0.001
-    text = report.reading(document, golden=False, high=0.5, low=0.05)
+    text = reading.reading(document, golden=False, high=0.5, low=0.05)
     assert "does not beat the majority-class baseline 0.6333" in bullet(text, "1")
     assert "No held-out sequence puts more than 0.5" in bullet(text, "1")
     assert "All 180 sequences with a weight above 0.5" in bullet(text, "2")
     assert "a small run-to-run gap" in text
-    assert "a large run-to-run gap" in report.reading(hand_document(), False, 0.5, 0.05)
+    assert "a large run-to-run gap" in reading.reading(hand_document(), False, 0.5, 0.05)
     document["runs"] = {"1": document["runs"]["1"]}
-    assert "With one seed there is no run-to-run gap" in report.reading(document, False, 0.5, 0.05)
+    assert "With one seed there is no run-to-run gap" in reading.reading(document, False, 0.5, 0.05)
 
 
 def test_stage_refuses_metrics_of_other_seeds(workdir):

@@ -10,6 +10,7 @@ import pandas as pd
 from pipeline import figures, report
 from pipeline.config import Config, ConfigError, load_params
 from pipeline.files import read_csv, read_json, write_bytes, write_csv, write_text
+from pipeline.golden import is_lesson_config
 from pipeline.stages import entry
 
 # Which figures each report section shows: (caption, file name or per-seed prefix).
@@ -50,7 +51,7 @@ def run(
     pngs = figures.lesson_figures(document, steps, curves, high, low)
     prefix = Path(os.path.relpath(cfg.paths.figures, Path(cfg.paths.report).parent)).as_posix()
     images = figure_links(list(pngs), prefix)
-    markdown = report.markdown_report(document, steps, cfg, report.is_lesson_config(cfg), images)
+    markdown = report.markdown_report(document, steps, cfg, is_lesson_config(cfg), images)
     return markdown, pngs, report.step_weights(steps)
 
 
