@@ -45,7 +45,7 @@ def bench_training(device: str, runs: int, cfg: Config) -> float:
 def full_lesson(cfg: Config) -> None:
     frame, summary = generate_stage.run(cfg)
     params, _ = train_stage.run(cfg, frame)
-    evaluate.run(cfg, frame, summary, list(cfg.train.seeds), params)
+    evaluate.run(cfg, frame, summary, params)
 
 
 def main() -> None:

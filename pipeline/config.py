@@ -7,10 +7,12 @@ Hydra app and each DVC stage) goes through it.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -18,6 +20,7 @@ from pipeline.errors import ConfigError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = PROJECT_ROOT / "conf"
+PARAMS_FILE = "params.yaml"  # in the project root, where DVC runs every stage
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float64", "float32")
 
@@ -124,11 +127,13 @@ def _check_values(cfg: Config) -> None:
         list(train.seeds),
     )
     _check(train.epochs > 0, "train.epochs", "must be a positive integer", train.epochs)
-    _check(train.lr > 0, "train.lr", "must be > 0", train.lr)
+    _check(0 < train.lr < math.inf, "train.lr", "must be a finite number > 0", train.lr)
     _check(train.device in DEVICES, "train.device", f"allowed: {', '.join(DEVICES)}", train.device)
     _check(train.dtype in DTYPES, "train.dtype", f"allowed: {', '.join(DTYPES)}", train.dtype)
     _check(0 < ev.high_weight < 1, "eval.high_weight", "must be in (0, 1)", ev.high_weight)
     _check(0 < ev.low_effect < 1, "eval.low_effect", "must be in (0, 1)", ev.low_effect)
+    experiment = cfg.tracking.experiment
+    _check(bool(experiment.strip()), "tracking.experiment", "must be a non-empty name", experiment)
 
 
 def validate(raw: DictConfig | dict) -> Config:
@@ -142,7 +147,7 @@ def validate(raw: DictConfig | dict) -> Config:
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None) or "?"
         reason = str(err).splitlines()[0]
-        raise ConfigError(f"invalid config value at {key}: {reason}") from None
+        raise ConfigError(f"invalid config value {key}: {reason}") from None
     cfg: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
     _check_values(cfg)
     return cfg
@@ -159,10 +164,15 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
 
 def load_params(path: Path | None = None) -> Config:
     """Read and validate params.yaml (the DVC stages' view of the config)."""
-    path = path or Path.cwd() / "params.yaml"
+    path = path or Path.cwd() / PARAMS_FILE
     if not path.exists():
         raise ConfigError(f"missing {path}: run `python -m pipeline.params` to write it")
-    return validate(OmegaConf.load(path))
+    try:
+        raw = OmegaConf.load(path)
+    except yaml.YAMLError as err:
+        reason = " ".join(str(err).split())
+        raise ConfigError(f"cannot parse {path}: {reason}") from None
+    return validate(raw)
 
 
 def to_container(cfg: Config) -> dict:

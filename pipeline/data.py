@@ -74,7 +74,7 @@ def summarize(frame: pd.DataFrame, cfg: DataConfig) -> dict[str, float | int]:
     train, heldout = split_frame(frame, "train"), split_frame(frame, "heldout")
     candidates = reading_columns(cfg.steps)[cfg.first_marked_step :]
     heldout_rate = float(heldout["label"].mean())
-    # idxmax keeps the first maximum, like the lesson's max(range, key=...).
+    # argmax keeps the first maximum, like the lesson's max(range, key=...).
     largest_step = heldout[candidates].to_numpy().argmax(axis=1) + cfg.first_marked_step
     return {
         "sequences": len(frame),

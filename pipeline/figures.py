@@ -1,4 +1,4 @@
-"""The report's figures as PNG bytes; the only pipeline module that imports matplotlib.
+"""Figures as PNG bytes; the only pipeline module that imports matplotlib.
 
 Figures are drawn on a bare `Figure` with an Agg canvas, never through pyplot,
 so no global figure state or GUI backend is touched. The bytes are
@@ -138,3 +138,15 @@ def lesson_figures(
         "training.png": render(partial(training_curves, curves=curves), (9, 3.6)),
         "heldout_accuracy.png": render(partial(heldout_accuracy, document=document), (width, 3.6)),
     }
+
+
+def gap_history(figure: Figure, versions: list[str], gaps: list[float]) -> None:
+    """The run-to-run gap of each recorded version, oldest first."""
+    ax = figure.subplots()
+    ax.plot(range(len(gaps)), gaps, marker="o")
+    ax.set_xticks(range(len(versions)), versions, rotation=30, ha="right")
+    ax.set(title="Seed gap across versions", ylabel="run-to-run gap (held-out accuracy)")
+
+
+def gap_history_png(versions: list[str], gaps: list[float]) -> bytes:
+    return render(partial(gap_history, versions=versions, gaps=gaps), (7, 3.5))

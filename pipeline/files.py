@@ -37,10 +37,15 @@ def write_json(path: Path, document: dict) -> None:
     write_text(path, json.dumps(document, indent=2) + "\n")
 
 
-def read_json(path: Path) -> dict:
+def require(path: Path) -> Path:
+    """`path` if it exists, else a one-line error that says how to make it."""
     if not Path(path).exists():
         raise FileNotFoundError(f"missing {path}: run `dvc repro` first")
-    return json.loads(Path(path).read_text())
+    return Path(path)
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(require(path).read_text())
 
 
 def write_parquet(path: Path, frame: pd.DataFrame) -> None:
@@ -54,12 +59,8 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
 
 
 def read_csv(path: Path) -> pd.DataFrame:
-    if not Path(path).exists():
-        raise FileNotFoundError(f"missing {path}: run `dvc repro` first")
-    return pd.read_csv(path)
+    return pd.read_csv(require(path))
 
 
 def read_parquet(path: Path) -> pd.DataFrame:
-    if not Path(path).exists():
-        raise FileNotFoundError(f"missing {path}: run `dvc repro` first")
-    return pd.read_parquet(path)
+    return pd.read_parquet(require(path))

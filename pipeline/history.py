@@ -9,14 +9,13 @@ differ between versions. `--plot FILE` draws the gap across versions.
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 from pathlib import Path
 
 import pandas as pd
 
 from pipeline import tracking
-from pipeline.config import PROJECT_ROOT, load_params
+from pipeline.config import PARAMS_FILE, PROJECT_ROOT, load_params
 from pipeline.errors import PipelineError
 from pipeline.files import write_bytes
 
@@ -45,29 +44,13 @@ def history_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
         )
         for seed in sorted(wide.columns, key=int):
             table[f"{short}_{seed}"] = wide[seed].reindex(table.index)
-    params = parents.set_index("run_id").filter(like="params.")
+    params = parents.set_index("run_id")
+    shaping = [f"params.{group}." for group in tracking.NUMBER_GROUPS]
+    params = params[[c for c in params.columns if c.startswith(tuple(shaping))]]
     varying = [c for c in params.columns if params[c].nunique(dropna=False) > 1]
     for column in varying:
         table[column.removeprefix("params.")] = params[column].reindex(table.index)
     return table.reset_index(drop=True)
-
-
-def gap_figure(table: pd.DataFrame) -> bytes:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 3.5), dpi=100)
-    ax.plot(range(len(table)), table["gap"], marker="o")
-    ax.set_xticks(range(len(table)), table["version"], rotation=30, ha="right")
-    ax.set_ylabel("run-to-run gap (held-out accuracy)")
-    ax.set_title("Seed gap across versions")
-    fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -77,7 +60,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--plot", type=Path, help="write a PNG of the gap across versions")
     args = parser.parse_args(argv)
     try:
-        cfg = load_params(PROJECT_ROOT / "params.yaml").tracking
+        cfg = load_params(PROJECT_ROOT / PARAMS_FILE).tracking
         uri = args.uri or tracking.store_uri(cfg)
         parents, children = tracking.search_parent_runs(uri, args.experiment or cfg.experiment)
     except PipelineError as err:
@@ -88,7 +71,9 @@ def main(argv: list[str] | None = None) -> None:
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         print(table.to_string(index=False, float_format="{:.4f}".format))
     if args.plot:
-        write_bytes(args.plot, gap_figure(table))
+        from pipeline.figures import gap_history_png
+
+        write_bytes(args.plot, gap_history_png(list(table["version"]), list(table["gap"])))
         print(f"wrote {args.plot}")
 
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 from omegaconf import OmegaConf
 
-from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.config import PARAMS_FILE, PROJECT_ROOT, compose, validate
 from pipeline.files import write_text
-
-PARAMS_FILE = PROJECT_ROOT / "params.yaml"
+from pipeline.stages import entry
 
 
 def composed_yaml(overrides: list[str] | None = None) -> str:
@@ -24,10 +23,10 @@ def composed_yaml(overrides: list[str] | None = None) -> str:
     return OmegaConf.to_yaml(cfg)
 
 
-def main(path: Path = PARAMS_FILE) -> None:
+def main(path: Path = PROJECT_ROOT / PARAMS_FILE) -> None:
     write_text(path, composed_yaml())
     print(f"wrote {path}")
 
 
 if __name__ == "__main__":
-    main()
+    entry(main)

@@ -109,7 +109,7 @@ def gap_sentence(document: dict) -> str:
     if len(document["runs"]) == 1:
         return "With one seed there is no run-to-run gap; add seeds to train.seeds to see one."
     gap, mean = document["seed_gap"], document["heldout_accuracy_mean"]
-    share = gap / mean
+    share = gap / mean if mean > 0 else 0.0  # every run at 0 accuracy: no spread
     size = "large" if share >= LARGE_GAP else "noticeable" if share >= NOTICEABLE_GAP else "small"
     joint = "and" if size == "small" else "yet"
     return (

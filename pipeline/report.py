@@ -67,6 +67,7 @@ def text_tables(document: dict, steps: pd.DataFrame, high: float, low: float) ->
         f"sequences {document['data']['sequences']}",
         data_table(document).to_string(index=False, formatters={"value": fmt}),
         "",
+        f"parameters per run {document['parameters']}",
         run_table(document, "accuracy").to_string(float_format=fmt),
         f"run-to-run gap {document['seed_gap']:.4f}   held-out mean "
         f"{document['heldout_accuracy_mean']:.4f} std {document['heldout_accuracy_std']:.4f}",

@@ -28,7 +28,7 @@ def main(raw: DictConfig) -> None:
         cfg = validate(raw)
         frame, summary = generate.run(cfg)
         params, _ = train.run(cfg, frame)
-        document, steps = evaluate.run(cfg, frame, summary, list(cfg.train.seeds), params)
+        document, steps = evaluate.run(cfg, frame, summary, params)
     except PipelineError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(1)

@@ -26,6 +26,9 @@ from pipeline.config import PROJECT_ROOT, Config, TrackingConfig, to_container
 from pipeline.errors import TrackingError
 
 STATE_TAG = "pipeline_state"
+# The config groups that shape a number; paths and tracking settings do not.
+NUMBER_GROUPS = ("data", "model", "train", "eval")
+SOURCE_PATHS = ("pipeline", "conf", "dvc.yaml", "pyproject.toml")
 LOCK_TIMEOUT_S = 120
 BATCH = 1000  # MLflow's limit of metrics per log_batch call
 
@@ -62,8 +65,9 @@ class PipelineState:
 
     @property
     def digest(self) -> str:
+        config = to_container(self.cfg)
         content = {
-            "config": to_container(self.cfg),
+            "config": {group: config[group] for group in NUMBER_GROUPS},
             "metrics": self.metrics,
             "data": self.tags.get("dvc.data_md5"),
             "models": self.tags.get("dvc.models_md5"),
@@ -88,7 +92,9 @@ def git_tags(root: Path) -> dict[str, str]:
         return result.stdout.strip() if result.returncode == 0 else ""
 
     commit = git("rev-parse", "HEAD")
-    dirty = bool(git("status", "--porcelain", "--untracked-files=no"))
+    # Code and config only: DVC rewrites params.yaml, dvc.lock and the outputs
+    # before this stage runs, so they would mark every run dirty.
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", *SOURCE_PATHS))
     return {"mlflow.source.git.commit": commit, "git.commit": commit, "git.dirty": str(dirty)}
 
 
@@ -183,11 +189,23 @@ def log_state(state: PipelineState) -> tuple[str, bool]:
         raise TrackingError(
             f"MLflow store {uri} is locked by another process (waited {LOCK_TIMEOUT_S} s)"
         ) from None
-    except TrackingError:
-        raise
-    except Exception as err:  # MLflow, SQLAlchemy and OS errors all mean the same here
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise TrackingError(f"cannot write MLflow store {uri}: {reason}") from err
+    except store_errors() as err:
+        raise TrackingError(f"cannot write MLflow store {uri}: {first_line(err)}") from err
+
+
+def store_errors() -> tuple[type[BaseException], ...]:
+    """What a store that cannot be reached, created or written raises."""
+    import sqlite3
+
+    from mlflow.exceptions import MlflowException
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return (MlflowException, SQLAlchemyError, sqlite3.Error, OSError)
+
+
+def first_line(err: BaseException) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
 
 
 def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
@@ -202,11 +220,23 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
 
     document = state.metrics
     params = flatten(to_container(state.cfg))
-    tags = {**state.tags, STATE_TAG: digest}
     cross_seed = {k: v for k, v in document.items() if k not in ("data", "runs")}
     parent_values = {**{f"data.{k}": v for k, v in document["data"].items()}, **cross_seed}
-    parent = _log_run(client, experiment_id, version_label(tags), tags, params, parent_values)
-    for seed, numbers in document["runs"].items():
+    name = version_label(state.tags)
+    parent = _log_run(client, experiment_id, name, state.tags, params, parent_values)
+    try:
+        _log_children_and_artifacts(client, experiment_id, parent, state)
+    except BaseException:
+        client.set_terminated(parent, "FAILED")
+        raise
+    # Last: only a complete run carries the state, so a failed attempt is retried.
+    client.set_tag(parent, STATE_TAG, digest)
+    client.set_terminated(parent)
+    return parent, True
+
+
+def _log_children_and_artifacts(client, experiment_id: str, parent: str, state) -> None:
+    for seed, numbers in state.metrics["runs"].items():
         child_tags = {"mlflow.parentRunId": parent, "seed": seed, **state.tags}
         child = _log_run(
             client,
@@ -223,21 +253,21 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
             client.log_artifacts(parent, str(path), artifact_path=path.name)
         elif path.exists():
             client.log_artifact(parent, str(path))
-    client.set_terminated(parent)
-    return parent, True
 
 
 def search_parent_runs(uri: str, experiment: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(parent runs, child runs) of an experiment, as mlflow.search_runs frames."""
+    """(parent runs, child runs) of completely logged states, as mlflow.search_runs frames."""
     import mlflow
 
+    if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
+        raise TrackingError(f"cannot read MLflow store {uri}: no such database")
     mlflow.set_tracking_uri(uri)
     try:
         runs = mlflow.search_runs(experiment_names=[experiment], output_format="pandas")
-    except Exception as err:
-        raise TrackingError(f"cannot read MLflow store {uri}: {str(err).splitlines()[0]}") from err
-    if runs.empty:
-        return runs, runs
-    parent_ids = runs.get("tags.mlflow.parentRunId")
-    is_child = parent_ids.notna() if parent_ids is not None else pd.Series(False, runs.index)
-    return runs[~is_child], runs[is_child]
+    except store_errors() as err:
+        raise TrackingError(f"cannot read MLflow store {uri}: {first_line(err)}") from err
+    if runs.empty or f"tags.{STATE_TAG}" not in runs:
+        return runs.iloc[:0], runs.iloc[:0]
+    parents = runs[runs[f"tags.{STATE_TAG}"].notna()]
+    children = runs[runs["tags.mlflow.parentRunId"].isin(parents["run_id"])]
+    return parents, children

@@ -61,6 +61,7 @@ def assert_golden(document: dict) -> None:
             else:
                 assert round(got, 4) == value, (seed, key, got)
     assert round(document["seed_gap"], 4) == GOLDEN_GAP
+    assert document["parameters"] == 19
 
 
 @pytest.fixture(scope="session")

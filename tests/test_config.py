@@ -8,8 +8,9 @@ import sys
 
 import pytest
 
-from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
-from pipeline.params import PARAMS_FILE, composed_yaml
+from pipeline.config import PARAMS_FILE, PROJECT_ROOT, ConfigError, compose, validate
+from pipeline.params import composed_yaml
+from pipeline.stages import evaluate, generate, train
 from tests.conftest import assert_golden
 
 INVALID = [
@@ -26,6 +27,8 @@ INVALID = [
     ("train.seeds=[1,1]", "train.seeds"),
     ("train.lr=fast", "train.lr"),
     ("eval.high_weight=1.5", "eval.high_weight"),
+    ("train.lr=inf", "train.lr"),
+    ("tracking.experiment=' '", "tracking.experiment"),
 ]
 
 
@@ -56,20 +59,17 @@ def test_overrides_reach_the_typed_config():
 
 
 def test_committed_params_yaml_matches_conf():
-    assert PARAMS_FILE.read_text() == composed_yaml(), (
+    assert (PROJECT_ROOT / PARAMS_FILE).read_text() == composed_yaml(), (
         "params.yaml is out of sync with conf/: run `python -m pipeline.params`"
     )
 
 
-def test_params_yaml_is_what_dvc_composes():
+def test_params_yaml_is_what_dvc_composes(tmp_path):
     from dvc.utils.hydra import compose_and_dump
 
-    out = PROJECT_ROOT / ".pytest-params.yaml"
-    try:
-        compose_and_dump(out, str(PROJECT_ROOT / "conf"), None, "config", "", [])
-        assert out.read_text() == composed_yaml()
-    finally:
-        out.unlink(missing_ok=True)
+    out = tmp_path / "params.yaml"
+    compose_and_dump(out, str(PROJECT_ROOT / "conf"), None, "config", "", ["train.lr=0.3"])
+    assert out.read_text() == composed_yaml(["train.lr=0.3"])
 
 
 def run_app(*args: str, cwd=PROJECT_ROOT) -> subprocess.CompletedProcess:
@@ -94,6 +94,11 @@ def test_hydra_app_overrides(tmp_path):
     result = run_app(f"hydra.run.dir={tmp_path}", "data.seed=7", "train.epochs=120", "train.lr=0.9")
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "metrics.json").read_text())
+    cfg = validate(compose(["data.seed=7", "train.epochs=120", "train.lr=0.9"]))
+    frame, summary = generate.run(cfg)
+    params, _ = train.run(cfg, frame)
+    expected, _ = evaluate.run(cfg, frame, summary, params)
+    assert document == json.loads(json.dumps(expected))
     assert document["runs"]["1"]["heldout_accuracy"] != 0.8888888888888888
 
 

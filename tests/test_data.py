@@ -9,6 +9,7 @@ import torch
 
 from pipeline import data, files, model
 from pipeline.config import DataConfig
+from tests.conftest import GOLDEN_DATA
 
 TWO32 = 2**32
 
@@ -134,14 +135,7 @@ def test_summarize_lesson_numbers(lesson_frame):
     summary = data.summarize(lesson_frame, DataConfig())
     assert summary["sequences"] == 720
     rounded = {k: round(v, 4) for k, v in summary.items() if k != "sequences"}
-    assert rounded == {
-        "train_positive_rate": 0.3806,
-        "heldout_positive_rate": 0.3667,
-        "baseline": 0.6333,
-        "any_step_above_threshold": 0.9903,
-        "max_reading_at_marker": 0.0611,
-        "uniform_weight": 0.0833,
-    }
+    assert rounded == GOLDEN_DATA
     # Exact fractions behind the rounded numbers.
     assert summary["train_positive_rate"] == pytest.approx(137 / 360, abs=1e-15)
     assert summary["heldout_positive_rate"] == pytest.approx(66 / 180, abs=1e-15)

@@ -38,7 +38,7 @@ def small_lesson(small_cfg) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """The small config's metrics document, step table and curves, as the files hold them."""
     frame, summary = generate.run(small_cfg)
     params, history = train.run(small_cfg, frame)
-    document, steps = evaluate.run(small_cfg, frame, summary, small_cfg.train.seeds, params)
+    document, steps = evaluate.run(small_cfg, frame, summary, params)
     steps = pd.read_csv(io.StringIO(steps.to_csv(index=False)))
     return json.loads(json.dumps(document)), steps, train.curves_frame(history, [1, 2])
 

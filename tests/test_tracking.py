@@ -151,3 +151,49 @@ def test_tracking_is_the_only_module_that_imports_mlflow():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.stdout.strip() == "False"
+
+
+def test_a_failed_attempt_is_not_taken_for_a_logged_state(default_cfg, store, monkeypatch):
+    from mlflow.tracking import MlflowClient
+
+    real = MlflowClient.log_artifact
+    calls = []
+
+    def fail_once(self, *args, **kwargs):
+        calls.append(args)
+        if len(calls) == 1:
+            raise OSError("disk full")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(MlflowClient, "log_artifact", fail_once)
+    with pytest.raises(TrackingError, match="disk full"):
+        tracking.log_state(committed_state(default_cfg, store))
+    run_id, logged = tracking.log_state(committed_state(default_cfg, store))
+    assert logged
+    parents, children = tracking.search_parent_runs(store, "test")
+    assert list(parents["run_id"]) == [run_id] and len(children) == 2
+    assert parents.iloc[0]["status"] == "FINISHED"
+    assert [a.path for a in MlflowClient(store).list_artifacts(run_id)] == ["metrics.json"]
+
+
+def test_track_stage_with_tracking_disabled_logs_nothing(tmp_path, monkeypatch):
+    import yaml
+
+    from pipeline.params import composed_yaml
+    from pipeline.stages import track
+
+    (tmp_path / "params.yaml").write_text(composed_yaml(["tracking.enabled=false"]))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    track.main()
+    state = yaml.safe_load((tmp_path / ".mlflow-state.json").read_text())
+    assert state == {"experiment": None, "state": None}
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_track_stage_does_not_import_torch():
+    import subprocess
+
+    probe = "import sys, pipeline.stages.track; print('torch' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.strip() == "False"

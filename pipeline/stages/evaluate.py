@@ -34,8 +34,9 @@ def step_table(
 
 
 def run(
-    cfg: Config, frame: pd.DataFrame, summary: dict, seeds: list[int], params: model.Params
+    cfg: Config, frame: pd.DataFrame, summary: dict, params: model.Params
 ) -> tuple[dict, pd.DataFrame]:
+    seeds = list(cfg.train.seeds)
     device, dtype = resolve_device(cfg.train.device), getattr(torch, cfg.train.dtype)
     params = params.map(lambda t: t.to(device, dtype))
 
@@ -48,6 +49,7 @@ def run(
         params, (train_inputs, train_labels), split("heldout"), cfg.eval
     )
     document = metrics.metrics_document(summary, seeds, numbers)
+    document["parameters"] = model.parameter_count(cfg.model)
     table = step_table(seeds, data.split_frame(frame, "heldout"), weights, effects)
     return document, table
 
@@ -62,7 +64,7 @@ def main() -> None:
             f"{seeds}: rerun the train stage"
         )
     summary = read_json(cfg.paths.data_summary)
-    document, table = run(cfg, frame, summary, seeds, params)
+    document, table = run(cfg, frame, summary, params)
     write_csv(cfg.paths.step_table, table)
     write_json(cfg.paths.metrics, document)
     print(text_tables(document, table, cfg.eval.high_weight, cfg.eval.low_effect))

@@ -5,17 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline import tracking
-from pipeline.config import Config, load_params
-from pipeline.files import read_csv, read_json, write_json
+from pipeline.config import PARAMS_FILE, Config, load_params
+from pipeline.files import read_csv, read_json, read_parquet, write_json
 from pipeline.stages import entry
-
-
-def used_device(name: str) -> str:
-    if name != "auto":
-        return name
-    import torch  # only to resolve "auto" the way the train stage did
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
@@ -23,11 +15,11 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
     tags = {
         **tracking.git_tags(root),
         **tracking.lock_hashes(root / "dvc.lock", cfg),
-        **tracking.environment_tags(used_device(cfg.train.device)),
+        **tracking.environment_tags(read_parquet(cfg.paths.parameters)["device"].iloc[0]),
     }
     candidates = [
         cfg.paths.metrics,
-        "params.yaml",
+        PARAMS_FILE,
         cfg.paths.step_table,
         cfg.paths.training_curves,
         cfg.paths.report,

@@ -38,7 +38,9 @@ def curves_frame(history: History, seeds: list[int]) -> pd.DataFrame:
 def main() -> None:
     cfg = load_params()
     params, history = run(cfg, read_parquet(cfg.paths.sequences))
-    write_parquet(cfg.paths.parameters, model.to_frame(params, cfg.train.seeds, cfg.model))
+    table = model.to_frame(params, cfg.train.seeds, cfg.model)
+    table["device"] = resolve_device(cfg.train.device).type  # what track records
+    write_parquet(cfg.paths.parameters, table)
     write_csv(cfg.paths.training_curves, curves_frame(history, cfg.train.seeds))
 
 
