@@ -15,7 +15,8 @@ import torch
 
 from pipeline.config import Config
 from pipeline.data import generate, split_frame
-from pipeline.model import features, init_params
+from pipeline.frames import features
+from pipeline.model import init_params
 from pipeline.stages import evaluate
 from pipeline.stages import generate as generate_stage
 from pipeline.stages import train as train_stage

@@ -14,12 +14,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-import pandas as pd
 import torch
 
 from pipeline.attention import attention_weights, drop_steps_mask
 from pipeline.config import ModelConfig
-from pipeline.data import reading_columns, stream
+from pipeline.data import stream
 
 CHANNELS = 2  # reading, marked-step indicator
 
@@ -43,17 +42,6 @@ class Params:
 
     def map(self, fn) -> Params:
         return Params(*(fn(t) for t in self.tensors()))
-
-
-def features(
-    frame: pd.DataFrame, steps: int, dtype: torch.dtype = torch.float64
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Inputs (N, T, C) = [reading, marked-step indicator], labels (N,), marked steps (N,)."""
-    readings = torch.tensor(frame[reading_columns(steps)].to_numpy(), dtype=dtype)
-    marked = torch.tensor(frame["marked_step"].to_numpy(), dtype=torch.long)
-    indicator = torch.nn.functional.one_hot(marked, steps).to(dtype)
-    labels = torch.tensor(frame["label"].to_numpy(), dtype=dtype)
-    return torch.stack([readings, indicator], dim=-1), labels, marked
 
 
 def parameter_count(cfg: ModelConfig) -> int:
@@ -100,20 +88,6 @@ def flat_names(cfg: ModelConfig) -> list[str]:
         *(f"w_{i}" for i in range(cfg.d_v)),
         "b",
     ]
-
-
-def to_frame(params: Params, seeds: list[int], cfg: ModelConfig) -> pd.DataFrame:
-    """One row per run: the seed and the named parameters in init order."""
-    frame = pd.DataFrame(to_flat(params).cpu().numpy(), columns=flat_names(cfg))
-    frame.insert(0, "seed", seeds)
-    return frame
-
-
-def from_frame(
-    frame: pd.DataFrame, cfg: ModelConfig, dtype: torch.dtype = torch.float64
-) -> tuple[list[int], Params]:
-    flat = torch.tensor(frame[flat_names(cfg)].to_numpy(), dtype=dtype)
-    return frame["seed"].tolist(), from_flat(flat, cfg)
 
 
 def init_params(

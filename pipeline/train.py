@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from pipeline.config import TrainConfig
 from pipeline.errors import ConfigError, DivergenceError
 from pipeline.model import (
     Params,
@@ -75,6 +76,10 @@ class TrainingSet:
             unmarked_min=safe.amin(-1),
             labels=labels,
         )
+
+
+def device_and_dtype(cfg: TrainConfig) -> tuple[torch.device, torch.dtype]:
+    return resolve_device(cfg.device), getattr(torch, cfg.dtype)
 
 
 def logits_and_gradients(params: Params, batch: TrainingSet) -> tuple[torch.Tensor, Params]:

@@ -7,7 +7,7 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, files, model
+from pipeline import data, files, frames
 from pipeline.config import DataConfig
 from tests.conftest import GOLDEN_DATA
 
@@ -193,7 +193,7 @@ def test_parquet_bytes_identical_across_writes(tmp_path, lesson_frame):
 
 def test_features_shapes_and_marker(lesson_frame):
     heldout = data.split_frame(lesson_frame, "heldout")
-    inputs, labels, marked = model.features(heldout, 12)
+    inputs, labels, marked = frames.features(heldout, 12)
     assert inputs.shape == (180, 12, 2) and inputs.dtype == torch.float64
     assert labels.shape == (180,) and labels.dtype == torch.float64
     assert marked.shape == (180,) and marked.dtype == torch.long
@@ -211,6 +211,6 @@ def test_features_shapes_and_marker(lesson_frame):
 
 def test_features_float32():
     frame = data.generate(DataConfig(sequences=3, split=[1, 1, 1]))
-    inputs, labels, _ = model.features(frame, 12, dtype=torch.float32)
+    inputs, labels, _ = frames.features(frame, 12, dtype=torch.float32)
     assert inputs.dtype == labels.dtype == torch.float32
     assert inputs.shape == (3, 12, 2)

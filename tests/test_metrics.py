@@ -9,7 +9,7 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, metrics, model
+from pipeline import data, frames, metrics, model
 from pipeline.config import DataConfig, EvalConfig, ModelConfig
 
 F64 = torch.float64
@@ -102,8 +102,8 @@ def small_trained(data_seed: int, sequences: int, split: list[int], epochs: int,
     params = model.from_flat(t([lesson.flat(p) for p in trained]), ModelConfig())
     cfg = DataConfig(seed=data_seed, sequences=sequences, split=split)
     frame = data.generate(cfg)
-    train_set = model.features(data.split_frame(frame, "train"), 12)
-    heldout_set = model.features(data.split_frame(frame, "heldout"), 12)
+    train_set = frames.features(data.split_frame(frame, "train"), 12)
+    heldout_set = frames.features(data.split_frame(frame, "heldout"), 12)
     return ref, trained, params, train_set, heldout_set
 
 

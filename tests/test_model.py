@@ -8,7 +8,7 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import model
+from pipeline import frames, model
 from pipeline.config import ModelConfig
 from pipeline.files import read_parquet, write_parquet
 
@@ -80,11 +80,11 @@ def test_flat_names_order():
 def test_frame_round_trip_is_exact(tmp_path):
     params = random_params(4, seed=11, scale=3.0)
     seeds = [3, 1, 4, 15]
-    frame = model.to_frame(params, seeds, CFG)
+    frame = frames.params_to_frame(params, seeds, CFG)
     assert frame.columns.tolist() == ["seed", *model.flat_names(CFG)]
     write_parquet(tmp_path / "p.parquet", frame)
     for source in (frame, read_parquet(tmp_path / "p.parquet")):
-        got_seeds, got = model.from_frame(source, CFG)
+        got_seeds, got = frames.params_from_frame(source, CFG)
         assert got_seeds == seeds
         for a, b in zip(got.tensors(), params.tensors(), strict=True):
             assert a.dtype == F64 and torch.equal(a, b)

@@ -6,7 +6,7 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, model, train
+from pipeline import data, frames, model, train
 from pipeline.config import ConfigError, DataConfig, ModelConfig
 
 CFG = ModelConfig()
@@ -39,7 +39,7 @@ def autograd_gradients(params: model.Params, inputs, labels) -> tuple[torch.Tens
 def small_lesson(seed: int, sequences: int, split: list[int], steps: int = 12):
     cfg = DataConfig(seed=seed, sequences=sequences, steps=steps, split=split)
     frame = data.generate(cfg)
-    train_x, train_y, _ = model.features(data.split_frame(frame, "train"), steps)
+    train_x, train_y, _ = frames.features(data.split_frame(frame, "train"), steps)
     return train_x, train_y
 
 

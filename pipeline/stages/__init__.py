@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from pipeline.errors import PipelineError
+from pipeline.config import Config
+from pipeline.errors import ConfigError, PipelineError
 
 
 def entry(main: Callable[[], None]) -> None:
@@ -15,3 +16,12 @@ def entry(main: Callable[[], None]) -> None:
     except (PipelineError, FileNotFoundError) as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(1)
+
+
+def check_seeds(cfg: Config, seeds: list[int], path: str, stage: str) -> None:
+    """An upstream output made for other seeds than params.yaml names is stale."""
+    if seeds != list(cfg.train.seeds):
+        raise ConfigError(
+            f"train.seeds={list(cfg.train.seeds)} but {path} holds seeds {seeds}: "
+            f"rerun the {stage} stage"
+        )

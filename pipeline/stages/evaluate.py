@@ -5,12 +5,12 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, metrics, model
-from pipeline.config import Config, ConfigError, load_params
+from pipeline import data, frames, metrics, model
+from pipeline.config import Config, load_params
 from pipeline.files import read_json, read_parquet, write_csv, write_json
 from pipeline.report import text_tables
-from pipeline.stages import entry
-from pipeline.train import resolve_device
+from pipeline.stages import check_seeds, entry
+from pipeline.train import device_and_dtype
 
 
 def step_table(
@@ -37,11 +37,11 @@ def run(
     cfg: Config, frame: pd.DataFrame, summary: dict, params: model.Params
 ) -> tuple[dict, pd.DataFrame]:
     seeds = list(cfg.train.seeds)
-    device, dtype = resolve_device(cfg.train.device), getattr(torch, cfg.train.dtype)
+    device, dtype = device_and_dtype(cfg.train)
     params = params.map(lambda t: t.to(device, dtype))
 
     def split(name: str) -> tuple[torch.Tensor, ...]:
-        tensors = model.features(data.split_frame(frame, name), cfg.data.steps, dtype)
+        tensors = frames.features(data.split_frame(frame, name), cfg.data.steps, dtype)
         return tuple(t.to(device) for t in tensors)
 
     train_inputs, train_labels, _ = split("train")
@@ -57,12 +57,8 @@ def run(
 def main() -> None:
     cfg = load_params()
     frame = read_parquet(cfg.paths.sequences)
-    seeds, params = model.from_frame(read_parquet(cfg.paths.parameters), cfg.model)
-    if seeds != list(cfg.train.seeds):
-        raise ConfigError(
-            f"train.seeds={list(cfg.train.seeds)} but {cfg.paths.parameters} holds seeds "
-            f"{seeds}: rerun the train stage"
-        )
+    seeds, params = frames.params_from_frame(read_parquet(cfg.paths.parameters), cfg.model)
+    check_seeds(cfg, seeds, cfg.paths.parameters, "train")
     summary = read_json(cfg.paths.data_summary)
     document, table = run(cfg, frame, summary, params)
     write_csv(cfg.paths.step_table, table)

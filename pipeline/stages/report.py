@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline import figures, report
-from pipeline.config import Config, ConfigError, load_params
+from pipeline.config import Config, load_params
 from pipeline.files import read_csv, read_json, write_bytes, write_csv, write_text
 from pipeline.golden import is_lesson_config
-from pipeline.stages import entry
+from pipeline.stages import check_seeds, entry
 
 # Which figures each report section shows: (caption, file name or per-seed prefix).
 SECTION_FIGURES = {
@@ -70,11 +70,7 @@ def main() -> None:
     cfg = load_params()
     document = read_json(cfg.paths.metrics)
     seeds = [int(seed) for seed in document["runs"]]
-    if seeds != list(cfg.train.seeds):
-        raise ConfigError(
-            f"train.seeds={list(cfg.train.seeds)} but {cfg.paths.metrics} holds seeds "
-            f"{seeds}: rerun the evaluate stage"
-        )
+    check_seeds(cfg, seeds, cfg.paths.metrics, "evaluate")
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)
     markdown, pngs, step_weights = run(cfg, document, steps, curves)

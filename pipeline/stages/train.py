@@ -5,16 +5,16 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, model
+from pipeline import data, frames, model
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_csv, write_parquet
 from pipeline.stages import entry
-from pipeline.train import History, resolve_device, train
+from pipeline.train import History, device_and_dtype, resolve_device, train
 
 
 def run(cfg: Config, frame: pd.DataFrame) -> tuple[model.Params, History]:
-    device, dtype = resolve_device(cfg.train.device), getattr(torch, cfg.train.dtype)
-    inputs, labels, _ = model.features(data.split_frame(frame, "train"), cfg.data.steps, dtype)
+    device, dtype = device_and_dtype(cfg.train)
+    inputs, labels, _ = frames.features(data.split_frame(frame, "train"), cfg.data.steps, dtype)
     params = model.init_params(cfg.data.seed, cfg.train.seeds, cfg.model, dtype, device)
     trained, history = train(
         params, inputs.to(device), labels.to(device), cfg.train.epochs, cfg.train.lr
@@ -38,7 +38,7 @@ def curves_frame(history: History, seeds: list[int]) -> pd.DataFrame:
 def main() -> None:
     cfg = load_params()
     params, history = run(cfg, read_parquet(cfg.paths.sequences))
-    table = model.to_frame(params, cfg.train.seeds, cfg.model)
+    table = frames.params_to_frame(params, cfg.train.seeds, cfg.model)
     table["device"] = resolve_device(cfg.train.device).type  # what track records
     write_parquet(cfg.paths.parameters, table)
     write_csv(cfg.paths.training_curves, curves_frame(history, cfg.train.seeds))

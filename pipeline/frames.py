@@ -1,0 +1,39 @@
+"""Between pandas tables and tensors: model inputs from the sequences table,
+trained parameters to and from their table (one row per seed).
+
+Kept out of model.py, which knows tensors only.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from pipeline.config import ModelConfig
+from pipeline.data import reading_columns
+from pipeline.model import Params, flat_names, from_flat, to_flat
+
+
+def features(
+    frame: pd.DataFrame, steps: int, dtype: torch.dtype = torch.float64
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Inputs (N, T, C) = [reading, marked-step indicator], labels (N,), marked steps (N,)."""
+    readings = torch.tensor(frame[reading_columns(steps)].to_numpy(), dtype=dtype)
+    marked = torch.tensor(frame["marked_step"].to_numpy(), dtype=torch.long)
+    indicator = torch.nn.functional.one_hot(marked, steps).to(dtype)
+    labels = torch.tensor(frame["label"].to_numpy(), dtype=dtype)
+    return torch.stack([readings, indicator], dim=-1), labels, marked
+
+
+def params_to_frame(params: Params, seeds: list[int], cfg: ModelConfig) -> pd.DataFrame:
+    """One row per run: the seed and the named parameters in init order."""
+    frame = pd.DataFrame(to_flat(params).cpu().numpy(), columns=flat_names(cfg))
+    frame.insert(0, "seed", seeds)
+    return frame
+
+
+def params_from_frame(
+    frame: pd.DataFrame, cfg: ModelConfig, dtype: torch.dtype = torch.float64
+) -> tuple[list[int], Params]:
+    flat = torch.tensor(frame[flat_names(cfg)].to_numpy(), dtype=dtype)
+    return frame["seed"].tolist(), from_flat(flat, cfg)
