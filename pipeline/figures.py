@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from functools import partial
+from typing import NamedTuple
 
 import matplotlib.style
 import pandas as pd
@@ -118,26 +119,49 @@ def heldout_accuracy(figure: Figure, document: dict) -> None:
     ax.legend(loc="lower left", fontsize="small")
 
 
+class Rendered(NamedTuple):
+    section: str  # where report.md shows it: accuracy, weights or ablation
+    caption: str
+    name: str  # file name
+    png: bytes
+
+
 def lesson_figures(
     document: dict, steps: pd.DataFrame, curves: pd.DataFrame, high: float, low: float
-) -> dict[str, bytes]:
-    """Every figure of the report, file name -> PNG bytes; per-seed pictures for the
-    first MAX_SEEDS_SHOWN seeds only."""
+) -> list[Rendered]:
+    """Every figure of the report; per-seed pictures for the first MAX_SEEDS_SHOWN seeds."""
     shown = [int(seed) for seed in document["runs"]][:MAX_SEEDS_SHOWN]
-    heatmaps = {
-        f"attention_seed_{seed}.png": render(
-            partial(attention_heatmap, steps=steps, seed=seed), (5.5, 6)
-        )
-        for seed in shown
-    }
     scatter = partial(weight_effect_scatter, steps=steps, seeds=shown, high=high, low=low)
     width = max(4.5, 0.5 * len(document["runs"]) + 2.5)
-    return {
-        **heatmaps,
-        "weight_vs_effect.png": render(scatter, (3.2 * len(shown) + 0.6, 3.6)),
-        "training.png": render(partial(training_curves, curves=curves), (9, 3.6)),
-        "heldout_accuracy.png": render(partial(heldout_accuracy, document=document), (width, 3.6)),
-    }
+    return [
+        Rendered(
+            "accuracy",
+            "Held-out accuracy per run and the run-to-run gap",
+            "heldout_accuracy.png",
+            render(partial(heldout_accuracy, document=document), (width, 3.6)),
+        ),
+        Rendered(
+            "accuracy",
+            "Training loss and accuracy per epoch",
+            "training.png",
+            render(partial(training_curves, curves=curves), (9, 3.6)),
+        ),
+        *(
+            Rendered(
+                "weights",
+                f"Attention weights, held-out sequences x steps (run {seed})",
+                f"attention_seed_{seed}.png",
+                render(partial(attention_heatmap, steps=steps, seed=seed), (5.5, 6)),
+            )
+            for seed in shown
+        ),
+        Rendered(
+            "ablation",
+            "Attention weight against ablation effect",
+            "weight_vs_effect.png",
+            render(scatter, (3.2 * len(shown) + 0.6, 3.6)),
+        ),
+    ]
 
 
 def gap_history(figure: Figure, versions: list[str], gaps: list[float]) -> None:

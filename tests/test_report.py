@@ -132,7 +132,7 @@ def test_long_seed_lists_cap_the_per_seed_figures(small_lesson):
     steps = pd.concat([steps[steps["seed"] == 1].assign(seed=seed) for seed in seeds])
     curves = pd.concat([curves[curves["seed"] == 1].assign(seed=seed) for seed in seeds])
     pngs = figures.lesson_figures(many, steps, curves, 0.5, 0.05)
-    heatmaps = [name for name in pngs if name.startswith("attention_seed_")]
+    heatmaps = [f.name for f in pngs if f.name.startswith("attention_seed_")]
     assert len(heatmaps) == figures.MAX_SEEDS_SHOWN
 
 

@@ -13,44 +13,17 @@ from pipeline.files import read_csv, read_json, write_bytes, write_csv, write_te
 from pipeline.golden import is_lesson_config
 from pipeline.stages import check_seeds, entry
 
-# Which figures each report section shows: (caption, file name or per-seed prefix).
-SECTION_FIGURES = {
-    "accuracy": [
-        ("Held-out accuracy per run and the run-to-run gap", "heldout_accuracy.png"),
-        ("Training loss and accuracy per epoch", "training.png"),
-    ],
-    "weights": [("Attention weights, held-out sequences x steps", "attention_seed_")],
-    "ablation": [("Attention weight against ablation effect", "weight_vs_effect.png")],
-}
-
-
-def figure_links(names: list[str], prefix: str) -> dict[str, list[tuple[str, str]]]:
-    """Section -> (caption, link) for each rendered figure; links relative to report.md."""
-    return {
-        section: [
-            (caption_of(caption, pattern, name), f"{prefix}/{name}")
-            for caption, pattern in entries
-            for name in names
-            if name == pattern or (pattern.endswith("_") and name.startswith(pattern))
-        ]
-        for section, entries in SECTION_FIGURES.items()
-    }
-
-
-def caption_of(caption: str, pattern: str, name: str) -> str:
-    """A per-seed figure's caption names its run: attention_seed_2.png -> (run 2)."""
-    if name == pattern:
-        return caption
-    return f"{caption} (run {name.removeprefix(pattern).removesuffix('.png')})"
-
 
 def run(
     cfg: Config, document: dict, steps: pd.DataFrame, curves: pd.DataFrame
 ) -> tuple[str, dict[str, bytes], pd.DataFrame]:
     high, low = cfg.eval.high_weight, cfg.eval.low_effect
-    pngs = figures.lesson_figures(document, steps, curves, high, low)
+    rendered = figures.lesson_figures(document, steps, curves, high, low)
     prefix = Path(os.path.relpath(cfg.paths.figures, Path(cfg.paths.report).parent)).as_posix()
-    images = figure_links(list(pngs), prefix)
+    images: dict[str, list[tuple[str, str]]] = {}
+    for figure in rendered:
+        images.setdefault(figure.section, []).append((figure.caption, f"{prefix}/{figure.name}"))
+    pngs = {figure.name: figure.png for figure in rendered}
     markdown = report.markdown_report(document, steps, cfg, is_lesson_config(cfg), images)
     return markdown, pngs, report.step_weights(steps)
 
