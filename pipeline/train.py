@@ -1,10 +1,11 @@
 """Full-batch gradient descent on mean binary cross-entropy, all runs at once.
 
 The gradients are derived by hand (tests/test_train.py checks them against
-torch autograd): with two input channels every parameter's gradient reduces to
-two contractions of (S, N, T) tensors with the inputs, which is what makes
-1000 runs cheap. Like the lesson, the probability in the gradient uses the
-logit clamped to [-30, 30].
+torch autograd through `model.forward`): with a reading channel and a one-hot
+marker channel, every softmax sum splits into the marked step and three moments
+over the unmarked steps (see `TrainingSet`), which is what makes 1000 runs
+cheap. Like the lesson, the probability in the gradient uses the logit clamped
+to [-30, 30].
 """
 
 from __future__ import annotations
