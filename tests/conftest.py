@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,24 @@ GOLDEN_FIRST_WEIGHTS = {
     1: "0.00 0.00 0.10 0.00 0.01 0.01 0.00 0.29 0.31 0.00 0.10 0.18",
     2: "0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.00 0.97",
 }
+
+
+# What generate, train and evaluate write (the default and the small config alike).
+STAGE_OUTPUTS = [
+    "data/sequences.parquet",
+    "data/summary.json",
+    "models/parameters.parquet",
+    "reports/metrics.json",
+    "reports/steps.csv",
+    "reports/training.csv",
+]
+
+
+def run_stage(stage: str, cwd: Path) -> subprocess.CompletedProcess:
+    """A DVC stage entry point as DVC runs it: a fresh process in the project root."""
+    return subprocess.run(
+        [sys.executable, "-m", f"pipeline.stages.{stage}"], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def assert_golden(document: dict) -> None:

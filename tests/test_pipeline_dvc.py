@@ -18,17 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import assert_golden, clone_project
+from tests.conftest import STAGE_OUTPUTS, assert_golden, clone_project
 
 pytestmark = pytest.mark.slow
 
 OUTPUTS = [
-    "data/sequences.parquet",
-    "data/summary.json",
-    "models/parameters.parquet",
-    "reports/metrics.json",
-    "reports/steps.csv",
-    "reports/training.csv",
+    *STAGE_OUTPUTS,
     "reports/report.md",
     "reports/step_weights.csv",
     "reports/figures/attention_seed_1.png",

@@ -20,7 +20,7 @@ from pipeline.config import PROJECT_ROOT, ConfigError, EvalConfig, PathsConfig, 
 from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
 from pipeline.stages import report as report_stage
-from tests.conftest import small_overrides
+from tests.conftest import run_stage, small_overrides
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTIONS = ["## Reading", "## Data checks", "## Accuracy", "## Attention weights", "## Ablation"]
@@ -218,12 +218,7 @@ def test_stage_refuses_metrics_of_other_seeds(workdir):
 
 def test_missing_input_is_a_clear_error(tmp_path):
     (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
-    result = subprocess.run(
-        [sys.executable, "-m", "pipeline.stages.report"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-    )
+    result = run_stage("report", tmp_path)
     assert result.returncode == 1
     assert result.stderr == "error: missing reports/metrics.json: run `dvc repro` first\n"
 

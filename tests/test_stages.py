@@ -13,7 +13,7 @@ import reference_lesson as lesson
 from pipeline import files
 from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
-from tests.conftest import small_overrides
+from tests.conftest import STAGE_OUTPUTS, run_stage, small_overrides
 
 
 @pytest.fixture
@@ -30,15 +30,7 @@ def run_all_stages() -> None:
 
 
 def output_bytes(root: Path) -> dict[str, bytes]:
-    names = [
-        "data/sequences.parquet",
-        "data/summary.json",
-        "models/parameters.parquet",
-        "reports/metrics.json",
-        "reports/steps.csv",
-        "reports/training.csv",
-    ]
-    return {name: (root / name).read_bytes() for name in names}
+    return {name: (root / name).read_bytes() for name in STAGE_OUTPUTS}
 
 
 def test_stages_write_every_output_deterministically(workdir, small_cfg):
@@ -75,12 +67,7 @@ def test_bad_params_value_stops_the_stage_and_keeps_outputs(workdir):
     params = workdir / "params.yaml"
     params.write_text(params.read_text().replace("lr: 0.6", "lr: -0.6"))
     for stage in ("train", "evaluate"):
-        result = subprocess.run(
-            [sys.executable, "-m", f"pipeline.stages.{stage}"],
-            cwd=workdir,
-            capture_output=True,
-            text=True,
-        )
+        result = run_stage(stage, workdir)
         assert result.returncode == 1
         assert result.stderr.startswith("error: invalid config value train.lr=-0.6")
         assert result.stderr.count("\n") == 1
@@ -88,12 +75,7 @@ def test_bad_params_value_stops_the_stage_and_keeps_outputs(workdir):
 
 
 def test_missing_input_is_a_clear_error(workdir):
-    result = subprocess.run(
-        [sys.executable, "-m", "pipeline.stages.train"],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-    )
+    result = run_stage("train", workdir)
     assert result.returncode == 1
     assert "missing data/sequences.parquet" in result.stderr
 
@@ -102,12 +84,7 @@ def test_divergence_stops_training_without_writing(workdir):
     generate.main()
     params = workdir / "params.yaml"
     params.write_text(params.read_text().replace("lr: 0.6", "lr: 1.0e+300"))
-    result = subprocess.run(
-        [sys.executable, "-m", "pipeline.stages.train"],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-    )
+    result = run_stage("train", workdir)
     assert result.returncode == 1 and "diverged" in result.stderr
     assert not (workdir / "models/parameters.parquet").exists()
 
