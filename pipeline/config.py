@@ -8,8 +8,9 @@ Hydra app and each DVC stage) goes through it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from pathlib import Path
+import os
+from dataclasses import dataclass, field, fields, is_dataclass
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
@@ -23,6 +24,11 @@ CONF_DIR = PROJECT_ROOT / "conf"
 PARAMS_FILE = "params.yaml"  # in the project root, where DVC runs every stage
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float64", "float32")
+# Training keeps every epoch of every seed: a row of reports/training.csv and
+# two MLflow metric points each, all held in memory first. Past these, the
+# curves outgrow what the report, the plots and the store are for.
+MAX_EPOCHS = 100_000
+MAX_CURVE_ROWS = 1_000_000  # train.epochs x len(train.seeds)
 
 
 @dataclass
@@ -58,6 +64,16 @@ class EvalConfig:
 
 
 @dataclass
+class StudyConfig:
+    """The seed study: runs 1..seeds, each from stream(data.seed + k) like train.seeds."""
+
+    seeds: int = 1000
+    bootstrap: int = 1000  # multi-bootstrap resamples of the 95% intervals
+    bootstrap_seed: int = 0
+    chunk: int = 250  # seeds trained and evaluated at once: bounds the memory
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -75,6 +91,8 @@ class PathsConfig:
     report: str = "reports/report.md"
     figures: str = "reports/figures"
     step_weights: str = "reports/step_weights.csv"
+    study_seeds: str = "reports/study/seeds.parquet"
+    study_summary: str = "reports/study/summary.json"
     tracked_state: str = ".mlflow-state.json"
 
 
@@ -84,6 +102,7 @@ class Config:
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
+    study: StudyConfig = field(default_factory=StudyConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
 
@@ -93,7 +112,38 @@ def _check(ok: bool, key: str, allowed: str, value: Any) -> None:
         raise ConfigError(f"invalid config value {key}={value!r}: {allowed}")
 
 
+def _floats(node: Any, prefix: str = ""):
+    """(key, value) of every float in a config tree, also inside lists."""
+    for item in fields(node):
+        key, value = f"{prefix}{item.name}", getattr(node, item.name)
+        if is_dataclass(value):
+            yield from _floats(value, f"{key}.")
+        else:
+            for number in value if isinstance(value, list) else [value]:
+                if isinstance(number, float):
+                    yield key, number
+
+
+def _check_path(key: str, value: str) -> None:
+    """A pipeline file must stay inside the project: DVC writes, deletes and
+    records it, so an absolute path or a `..` would reach someone else's file."""
+    path = PurePosixPath(value)
+    inside = bool(path.parts) and not (
+        path.is_absolute() or value.startswith("~") or ".." in path.parts
+    )
+    _check(
+        inside,
+        key,
+        "must be a relative path inside the project (no absolute path, no '..', not empty)",
+        value,
+    )
+
+
 def _check_values(cfg: Config) -> None:
+    for key, value in _floats(cfg):
+        _check(math.isfinite(value), key, "must be a finite number", value)
+    for item in fields(cfg.paths):
+        _check_path(f"paths.{item.name}", getattr(cfg.paths, item.name))
     data, model, train, ev = cfg.data, cfg.model, cfg.train, cfg.eval
     _check(data.steps >= 2, "data.steps", "must be an integer >= 2", data.steps)
     _check(
@@ -127,11 +177,29 @@ def _check_values(cfg: Config) -> None:
         list(train.seeds),
     )
     _check(train.epochs > 0, "train.epochs", "must be a positive integer", train.epochs)
+    _check(
+        train.epochs <= MAX_EPOCHS,
+        "train.epochs",
+        f"at most {MAX_EPOCHS}: every epoch of every seed is kept (training.csv, MLflow)",
+        train.epochs,
+    )
+    rows = train.epochs * len(train.seeds)
+    _check(
+        rows <= MAX_CURVE_ROWS,
+        "train.epochs",
+        f"epochs x seeds = {rows} curve rows, at most {MAX_CURVE_ROWS}: every epoch of "
+        "every seed is kept (training.csv, MLflow)",
+        train.epochs,
+    )
     _check(0 < train.lr < math.inf, "train.lr", "must be a finite number > 0", train.lr)
     _check(train.device in DEVICES, "train.device", f"allowed: {', '.join(DEVICES)}", train.device)
     _check(train.dtype in DTYPES, "train.dtype", f"allowed: {', '.join(DTYPES)}", train.dtype)
     _check(0 < ev.high_weight < 1, "eval.high_weight", "must be in (0, 1)", ev.high_weight)
     _check(0 < ev.low_effect < 1, "eval.low_effect", "must be in (0, 1)", ev.low_effect)
+    study = cfg.study
+    _check(study.seeds >= 2, "study.seeds", "must be an integer >= 2", study.seeds)
+    _check(study.bootstrap >= 1, "study.bootstrap", "must be an integer >= 1", study.bootstrap)
+    _check(study.chunk >= 1, "study.chunk", "must be an integer >= 1", study.chunk)
     experiment = cfg.tracking.experiment
     _check(bool(experiment.strip()), "tracking.experiment", "must be a non-empty name", experiment)
 
@@ -158,8 +226,36 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-        return hydra_compose(config_name="config", overrides=overrides or [])
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            return hydra_compose(config_name="config", overrides=overrides or [])
+    except Exception:
+        check_conf_yaml()  # a YAML syntax error: one line with file, line and column
+        raise
+
+
+def check_conf_yaml(conf_dir: Path = CONF_DIR) -> None:
+    """Parse every YAML file of conf/; the first syntax error becomes a one-line
+    ConfigError naming the file, line and column (Hydra would print a traceback)."""
+    for path in sorted(conf_dir.rglob("*.yaml")):
+        try:
+            yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            raise ConfigError(yaml_error(path, err)) from None
+
+
+def yaml_error(path: Path, err: yaml.YAMLError) -> str:
+    try:
+        name = path.resolve().relative_to(PROJECT_ROOT)
+    except ValueError:
+        name = path
+    mark = getattr(err, "problem_mark", None)
+    where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
+    problem = getattr(err, "problem", None) or " ".join(str(err).split())
+    context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if context and start:
+        problem += f" ({context} from line {start.line + 1} column {start.column + 1})"
+    return f"invalid YAML in {name}{where}: {problem}"
 
 
 def load_params(path: Path | None = None) -> Config:
@@ -170,9 +266,34 @@ def load_params(path: Path | None = None) -> Config:
     try:
         raw = OmegaConf.load(path)
     except yaml.YAMLError as err:
-        reason = " ".join(str(err).split())
-        raise ConfigError(f"cannot parse {path}: {reason}") from None
-    return validate(raw)
+        raise ConfigError(yaml_error(path, err)) from None
+    try:
+        return validate(raw)
+    except ConfigError as err:
+        raise ConfigError(f"{err}{_rejected_value_hint(path)}") from None
+
+
+def _rejected_value_hint(path: Path) -> str:
+    """Where params.yaml holds a value that conf/ does not: say so and how to restore it.
+
+    `dvc exp run -S` writes its values into the workspace's params.yaml before any
+    stage runs, and leaves them there when a stage rejects one.
+    """
+    workspace = Path(os.environ.get("DVC_ROOT") or Path.cwd()).resolve()
+    if path.resolve() != PROJECT_ROOT / PARAMS_FILE or workspace != PROJECT_ROOT:
+        return ""  # a temporary copy of a queued experiment, or a file of a test
+    from pipeline.params import composed_yaml  # here: pipeline.params imports this module
+
+    try:
+        from_conf = composed_yaml()
+    except Exception:  # conf/ itself is invalid: its own error says where
+        return ""
+    if path.read_text() == from_conf:
+        return ""
+    return (
+        " (params.yaml still holds this value, conf/ does not: a failed `dvc exp run -S` "
+        "leaves it there; `python -m pipeline.params` restores params.yaml from conf/)"
+    )
 
 
 def to_container(cfg: Config) -> dict:

@@ -15,3 +15,7 @@ class DivergenceError(PipelineError, RuntimeError):
 
 class TrackingError(PipelineError, RuntimeError):
     """The tracking store cannot be written; the message names the URI."""
+
+
+class OrphanedError(PipelineError, RuntimeError):
+    """The process that started a stage (DVC) is gone: the stage publishes nothing."""

@@ -164,6 +164,113 @@ def lesson_figures(
     ]
 
 
+def study_accuracy_histogram(
+    figure: Figure, table: pd.DataFrame, lesson: dict[str, float], step: float
+) -> None:
+    """How many study seeds reach each held-out accuracy (a multiple of `step`),
+    with the lesson's seeds marked."""
+    counts = table["heldout_accuracy"].round(9).value_counts().sort_index()
+    ax = figure.subplots()
+    ax.bar(counts.index, counts.to_numpy(), width=0.8 * step, color="C0")
+    for i, (seed, accuracy) in enumerate(lesson.items()):
+        ax.axvline(accuracy, color=f"C{i + 1}", linestyle="--", label=f"run {seed}: {accuracy:.4f}")
+    ax.set(
+        title=f"Held-out accuracy over {len(table)} seeds",
+        xlabel="held-out accuracy",
+        ylabel="seeds",
+    )
+    ax.set_yscale("log")
+    ax.legend(loc="upper left", fontsize="small")
+
+
+def study_mass_vs_accuracy(figure: Figure, table: pd.DataFrame, lesson: list[int]) -> None:
+    """Marker mass against held-out accuracy, one point per seed, lesson seeds ringed."""
+    ax = figure.subplots()
+    ax.scatter(table["marker_mass"], table["heldout_accuracy"], s=6, c="0.5", alpha=0.6)
+    for i, seed in enumerate(lesson):
+        row = table[table["seed"] == seed]
+        ax.scatter(
+            row["marker_mass"],
+            row["heldout_accuracy"],
+            s=80,
+            facecolors="none",
+            edgecolors=f"C{i + 1}",
+            linewidths=1.5,
+            label=f"run {seed}",
+        )
+    ax.axvline(0.5, color="0.3", linestyle=":", linewidth=0.8)
+    ax.set(
+        title="Where the weight goes and how well a seed does",
+        xlabel="marker mass (mean held-out weight on the marked step)",
+        ylabel="held-out accuracy",
+        xlim=(0, 1),
+    )
+    if lesson:
+        ax.legend(loc="lower right", fontsize="small")
+
+
+def study_pair_gaps(
+    figure: Figure, gaps: list[float], pairs: list[float], observed: float, share: float
+) -> None:
+    """Share of seed pairs per held-out accuracy gap; at or past the lesson's gap in red."""
+    total = sum(pairs)
+    shares = [count / total for count in pairs]
+    far = [gap >= observed - 1e-9 for gap in gaps]
+    width = 0.8 * min((b - a for a, b in zip(gaps, gaps[1:], strict=False)), default=0.01)
+    ax = figure.subplots()
+    ax.bar(gaps, shares, width=width, color=["C3" if f else "C0" for f in far])
+    ax.axvline(observed, color="C3", linestyle="--", label=f"lesson gap {observed:.4f}")
+    ax.set(
+        title=f"Held-out accuracy gap over all seed pairs ({share:.1%} at least the lesson's)",
+        xlabel="|held-out accuracy of seed i - seed j|",
+        ylabel="share of pairs",
+    )
+    ax.set_yscale("log")
+    ax.legend(loc="upper right", fontsize="small")
+
+
+def study_figures(
+    table: pd.DataFrame, summary: dict, gaps: tuple[list[float], list[float]], step: float
+) -> list[Rendered]:
+    """The seed study's figures (section "study" of the report)."""
+    lesson = {seed: run["heldout_accuracy"] for seed, run in summary["lesson_seeds"].items()}
+    gap = summary["pair_gap"]
+    return [
+        Rendered(
+            "study",
+            "Held-out accuracy over the study's seeds, the lesson's runs marked",
+            "study_heldout_accuracy.png",
+            render(
+                partial(study_accuracy_histogram, table=table, lesson=lesson, step=step), (7, 3.6)
+            ),
+        ),
+        Rendered(
+            "study",
+            "Marker mass against held-out accuracy, one point per seed",
+            "study_mass_vs_accuracy.png",
+            render(
+                partial(study_mass_vs_accuracy, table=table, lesson=[int(s) for s in lesson]),
+                (6, 4.5),
+            ),
+        ),
+        Rendered(
+            "study",
+            "Distribution of the held-out accuracy gap over all pairs of seeds",
+            "study_pair_gaps.png",
+            render(
+                partial(
+                    study_pair_gaps,
+                    gaps=gaps[0],
+                    pairs=gaps[1],
+                    observed=gap["observed"],
+                    share=gap["p_at_least_observed"],
+                ),
+                (7, 3.6),
+            ),
+        ),
+    ]
+
+
 def gap_history(figure: Figure, versions: list[str], gaps: list[float]) -> None:
     """The run-to-run gap of each recorded version, oldest first."""
     ax = figure.subplots()

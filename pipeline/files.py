@@ -1,18 +1,79 @@
 """Atomic output files: write a temporary sibling, then rename over the target.
 
 An interrupted or failing stage therefore leaves either the old file or the
-new one, never half of one.
+new one, never half of one. A stage whose launcher (DVC) is gone publishes
+nothing: an orphan of a killed `dvc repro` must not overwrite what a later
+run made (`watch_launcher`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import io
 import json
 import os
+import signal
+import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+from pipeline.errors import OrphanedError
+
+if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
+    import pandas as pd
+
+# DVC runs a stage as `$SHELL -c CMD`: bash execs CMD, dash stays in between.
+SHELLS = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "fish", "busybox"})
+PR_SET_PDEATHSIG = 1
+_launcher: tuple[int, ...] | None = None  # (parent pid[, the parent shell's parent pid])
+
+
+def _process(pid: int) -> tuple[str, int] | None:
+    """(command name, parent pid) of a live process, from /proc; None where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :]
+    return name, int(rest.split()[1])
+
+
+def watch_launcher() -> None:
+    """Remember which process started this one; from now on a file is published only
+    while it is alive. Where the parent is a shell, the shell's parent (DVC) counts
+    too. On Linux the parent's death also sends this process SIGTERM."""
+    global _launcher
+    if _launcher is not None:
+        return
+    parent = os.getppid()
+    shell = _process(parent)
+    _launcher = (parent, shell[1]) if shell and shell[0] in SHELLS else (parent,)
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+
+
+def launcher_alive() -> bool:
+    """False once the watched launcher has exited (this process was re-parented)."""
+    if _launcher is None:
+        return True
+    if os.getppid() != _launcher[0]:
+        return False
+    if len(_launcher) == 1:
+        return True
+    shell = _process(_launcher[0])
+    return shell is not None and shell[1] == _launcher[1]
+
+
+def _publish(tmp: str, path: Path) -> None:
+    if not launcher_alive():
+        raise OrphanedError(
+            f"the process that started this stage (pid {_launcher[-1]}) is gone: "
+            f"not replacing {path}"
+        )
+    os.replace(tmp, path)
 
 
 def write_bytes(path: Path, payload: bytes) -> None:
@@ -23,7 +84,7 @@ def write_bytes(path: Path, payload: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are ordinary files
-        os.replace(tmp, path)
+        _publish(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -59,8 +120,12 @@ def write_csv(path: Path, frame: pd.DataFrame) -> None:
 
 
 def read_csv(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.read_csv(require(path))
 
 
 def read_parquet(path: Path) -> pd.DataFrame:
+    import pandas as pd
+
     return pd.read_parquet(require(path))

@@ -12,17 +12,26 @@ import torch
 
 from pipeline.config import EvalConfig
 from pipeline.model import Params, forward, probability
-from pipeline.train import accuracy
+
+
+def marked_weight(weights: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
+    """Weight on each example's marked step: (S, N)."""
+    return weights.gather(-1, marked.expand(weights.shape[:-1]).unsqueeze(-1)).squeeze(-1)
 
 
 def marker_mass(weights: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
     """Mean weight on the marked step: (S,)."""
-    return weights.gather(-1, marked.expand(weights.shape[:-1]).unsqueeze(-1)).squeeze(-1).mean(-1)
+    return marked_weight(weights, marked).mean(-1)
 
 
 def argmax_hit(weights: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
     """Share of examples whose largest weight sits on the marked step: (S,)."""
     return (weights.argmax(-1) == marked).to(weights.dtype).mean(-1)
+
+
+def correct(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """1.0 where the prediction (logit > 0) is the label, else 0.0: (S, N)."""
+    return ((logits > 0) == (labels > 0.5)).to(logits.dtype)
 
 
 def ablation_effects(params: Params, inputs: torch.Tensor) -> torch.Tensor:
@@ -43,9 +52,23 @@ def top_weight_effect(weights: torch.Tensor, effects: torch.Tensor) -> torch.Ten
     return effects.gather(-1, weights.argmax(-1, keepdim=True)).squeeze(-1)
 
 
+def agrees(weights: torch.Tensor, effects: torch.Tensor) -> torch.Tensor:
+    """1.0 where the highest-weight step is also the most effective one: (S, N)."""
+    return (weights.argmax(-1) == effects.argmax(-1)).to(weights.dtype)
+
+
 def agreement(weights: torch.Tensor, effects: torch.Tensor) -> torch.Tensor:
     """Share of examples whose highest-weight step is also the most effective one: (S,)."""
-    return (weights.argmax(-1) == effects.argmax(-1)).to(weights.dtype).mean(-1)
+    return agrees(weights, effects).mean(-1)
+
+
+def high_weight_flags(
+    weights: torch.Tensor, effects: torch.Tensor, cfg: EvalConfig
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(S, N) booleans: the top weight exceeds cfg.high_weight, and that, with the top
+    step's effect below cfg.low_effect."""
+    high = weights.amax(-1) > cfg.high_weight
+    return high, high & (top_weight_effect(weights, effects) < cfg.low_effect)
 
 
 def high_weight_counts(
@@ -53,9 +76,59 @@ def high_weight_counts(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Examples whose top weight exceeds cfg.high_weight, and of those the ones whose
     top step's effect is below cfg.low_effect: (S,) integer counts each."""
-    high = weights.amax(-1) > cfg.high_weight
-    low_effect = top_weight_effect(weights, effects) < cfg.low_effect
-    return high.sum(-1), (high & low_effect).sum(-1)
+    high, high_low = high_weight_flags(weights, effects, cfg)
+    return high.sum(-1), high_low.sum(-1)
+
+
+# Per-seed numbers that are shares or means over examples, and those that count examples.
+EXAMPLE_MEANS = (
+    "train_accuracy",
+    "heldout_accuracy",
+    "marker_mass",
+    "argmax_hit",
+    "weight_effect_agreement",
+    "top_weight_effect",
+)
+EXAMPLE_COUNTS = ("high_weight", "high_weight_low_effect")
+
+
+def example_values(
+    params: Params,
+    train_set: tuple[torch.Tensor, torch.Tensor],
+    heldout_set: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    cfg: EvalConfig,
+) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
+    """Every per-run number before it is averaged or counted over examples.
+
+    Returns one (S, N) tensor per name of EXAMPLE_MEANS and EXAMPLE_COUNTS (0/1
+    indicators for the counts; N is the training split for train_accuracy, else
+    the held-out split), and the held-out weights and effects (S, N, T). The
+    seed study resamples these per-example values in its bootstrap.
+    """
+    train_inputs, train_labels = train_set
+    inputs, labels, marked = heldout_set
+    train_logits, _ = forward(params, train_inputs)
+    logits, weights = forward(params, inputs)
+    effects = ablation_effects(params, inputs)
+    high, high_low = high_weight_flags(weights, effects, cfg)
+    values = {
+        "train_accuracy": correct(train_logits, train_labels),
+        "heldout_accuracy": correct(logits, labels),
+        "marker_mass": marked_weight(weights, marked),
+        "argmax_hit": (weights.argmax(-1) == marked).to(weights.dtype),
+        "weight_effect_agreement": agrees(weights, effects),
+        "top_weight_effect": top_weight_effect(weights, effects),
+        "high_weight": high,
+        "high_weight_low_effect": high_low,
+    }
+    return values, weights, effects
+
+
+def per_run(values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """(S,) numbers from `example_values`: means, and integer counts."""
+    numbers = {name: values[name].mean(-1) for name in EXAMPLE_MEANS}
+    numbers.update({name: values[name].sum(-1) for name in EXAMPLE_COUNTS})
+    return numbers
 
 
 def run_metrics(
@@ -65,23 +138,8 @@ def run_metrics(
     cfg: EvalConfig,
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
     """Every per-run number of the lesson, plus the held-out weights and effects (S, N, T)."""
-    train_inputs, train_labels = train_set
-    inputs, labels, marked = heldout_set
-    train_logits, _ = forward(params, train_inputs)
-    logits, weights = forward(params, inputs)
-    effects = ablation_effects(params, inputs)
-    high, high_low = high_weight_counts(weights, effects, cfg)
-    numbers = {
-        "train_accuracy": accuracy(train_logits, train_labels),
-        "heldout_accuracy": accuracy(logits, labels),
-        "marker_mass": marker_mass(weights, marked),
-        "argmax_hit": argmax_hit(weights, marked),
-        "weight_effect_agreement": agreement(weights, effects),
-        "top_weight_effect": top_weight_effect(weights, effects).mean(-1),
-        "high_weight": high,
-        "high_weight_low_effect": high_low,
-    }
-    return numbers, weights, effects
+    values, weights, effects = example_values(params, train_set, heldout_set, cfg)
+    return per_run(values), weights, effects
 
 
 def across_seeds(heldout_accuracy: list[float]) -> dict[str, float]:

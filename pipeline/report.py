@@ -10,7 +10,7 @@ import pandas as pd
 
 from pipeline.config import Config
 from pipeline.golden import GOLDEN, LESSON
-from pipeline.reading import reading
+from pipeline.reading import reading, study_reading
 
 RUN_COLUMNS = {
     "accuracy": {"train_accuracy": "train", "heldout_accuracy": "held-out"},
@@ -152,6 +152,53 @@ def first_weights_markdown(steps: pd.DataFrame, golden: bool) -> str:
     return table.to_markdown(stralign="right", disable_numparse=True)
 
 
+STUDY_ROWS = {
+    "heldout_accuracy": "held-out accuracy",
+    "train_accuracy": "train accuracy",
+    "marker_mass": "marker mass",
+    "argmax_hit": "argmax hit",
+    "weight_effect_agreement": "agreement",
+    "top_weight_effect": "top-weight effect",
+}
+STUDY_COLUMNS = ("mean", "std", "min", "q05", "median", "q95", "max", "ci95_low", "ci95_high")
+
+
+def study_table(summary: dict) -> pd.DataFrame:
+    """One row per per-seed number: its distribution over the study's seeds."""
+    rows = {label: [summary[key][c] for c in STUDY_COLUMNS] for key, label in STUDY_ROWS.items()}
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(STUDY_COLUMNS))
+
+
+def study_lesson_markdown(summary: dict) -> str:
+    gap = summary["pair_gap"]
+    rows = {
+        "lesson's gap (train.seeds)": gap["observed"],
+        "mean gap over all seed pairs": gap["mean"],
+        "share of pairs with gap >= lesson's": gap["p_at_least_observed"],
+        "share of seeds with marker mass > 0.5": summary["share_marker_mass_above_half"],
+        **{
+            f"run {seed}: share of seeds strictly below": entry["percentile"]
+            for seed, entry in summary["lesson_seeds"].items()
+        },
+    }
+    table = pd.DataFrame({"value": list(rows.values())}, index=list(rows))
+    return markdown_table(table, None)
+
+
+def study_section(summary: dict, table: pd.DataFrame, images: list[tuple[str, str]]) -> list[str]:
+    """The "Seeds at scale" section: reading, distribution table, gap table, figures."""
+    return [
+        "## Seeds at scale",
+        f"Runs 1..{summary['seeds']}, each from its own init seed, on the same data and "
+        "settings. ci95 is a 95% multi-bootstrap interval of the mean; std is the population "
+        "std over seeds.",
+        study_reading(summary, table),
+        markdown_table(study_table(summary), None),
+        study_lesson_markdown(summary),
+        *image_lines(images),
+    ]
+
+
 # --- report.md ---
 
 
@@ -165,9 +212,11 @@ def markdown_report(
     cfg: Config,
     golden: bool,
     images: dict[str, list[tuple[str, str]]],
+    study: tuple[dict, pd.DataFrame] | None = None,
 ) -> str:
     """The whole report.md. `golden` puts the lesson's value beside each number;
-    `images` maps a section (accuracy, weights, ablation) to (caption, relative link)."""
+    `images` maps a section (accuracy, weights, ablation, study) to (caption, relative
+    link); `study` is the seed study's (summary, per-seed table), if there is one."""
     high, low = cfg.eval.high_weight, cfg.eval.low_effect
     seeds = ", ".join(document["runs"])
     setting = (
@@ -202,6 +251,8 @@ def markdown_report(
         runs_markdown(document, "ablation", golden, high, low),
         *image_lines(images.get("ablation", [])),
     ]
+    if study is not None:
+        sections += study_section(*study, images.get("study", []))
     return "\n\n".join(sections) + "\n"
 
 

@@ -15,7 +15,7 @@ import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from pipeline.config import validate
+from pipeline.config import check_conf_yaml, validate
 from pipeline.errors import PipelineError
 from pipeline.files import write_json
 from pipeline.report import text_tables
@@ -37,4 +37,9 @@ def main(raw: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    try:
+        check_conf_yaml()  # else Hydra prints a long traceback for a YAML syntax error
+    except PipelineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
     main()

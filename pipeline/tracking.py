@@ -12,18 +12,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sqlite3
 import subprocess
 import time
+from contextlib import closing
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
 import yaml
 from filelock import FileLock, Timeout
 
 from pipeline.config import PROJECT_ROOT, Config, TrackingConfig, to_container
 from pipeline.errors import TrackingError
+
+if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
+    import pandas as pd
 
 STATE_TAG = "pipeline_state"
 # The config groups that shape a number; paths and tracking settings do not.
@@ -65,14 +70,45 @@ class PipelineState:
 
     @property
     def digest(self) -> str:
-        config = to_container(self.cfg)
-        content = {
-            "config": {group: config[group] for group in NUMBER_GROUPS},
-            "metrics": self.metrics,
-            "data": self.tags.get("dvc.data_md5"),
-            "models": self.tags.get("dvc.models_md5"),
-        }
-        return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+        return state_digest(self.cfg, self.metrics, self.tags)
+
+
+def state_digest(cfg: Config, metrics: dict, hashes: dict[str, str]) -> str:
+    """What identifies a state: the number-shaping config, the metrics, and the
+    dvc.lock hashes of data and models (`lock_hashes`)."""
+    config = to_container(cfg)
+    content = {
+        "config": {group: config[group] for group in NUMBER_GROUPS},
+        "metrics": metrics,
+        "data": hashes.get("dvc.data_md5"),
+        "models": hashes.get("dvc.models_md5"),
+    }
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def logged_run(uri: str, experiment: str, digest: str) -> str | None:
+    """The parent run that holds `digest`, read straight from a SQLite store without
+    importing mlflow (the track stage runs on every `dvc repro`, so this check is
+    its no-op path). None when the store, the experiment or the state is missing,
+    or the store cannot be read this way: then `log_state` decides."""
+    if not uri.startswith("sqlite:///"):
+        return None
+    path = Path(uri.removeprefix("sqlite:///"))
+    if not path.is_file():
+        return None
+    query = (
+        "SELECT runs.run_uuid FROM runs"
+        " JOIN experiments ON experiments.experiment_id = runs.experiment_id"
+        " JOIN tags ON tags.run_uuid = runs.run_uuid"
+        " WHERE experiments.name = ? AND runs.lifecycle_stage = 'active'"
+        " AND tags.key = ? AND tags.value = ? LIMIT 1"
+    )
+    try:
+        with closing(sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=5)) as db:
+            row = db.execute(query, (experiment, STATE_TAG, digest)).fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row else None
 
 
 def flatten(tree: dict, prefix: str = "") -> dict[str, str]:
@@ -195,8 +231,6 @@ def log_state(state: PipelineState) -> tuple[str, bool]:
 
 def store_errors() -> tuple[type[BaseException], ...]:
     """What a store that cannot be reached, created or written raises."""
-    import sqlite3
-
     from mlflow.exceptions import MlflowException
     from sqlalchemy.exc import SQLAlchemyError
 

@@ -141,9 +141,18 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def train(
-    params: Params, inputs: torch.Tensor, labels: torch.Tensor, epochs: int, lr: float
+    params: Params,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    epochs: int,
+    lr: float,
+    check: bool = True,
 ) -> tuple[Params, History]:
-    """`epochs` simultaneous gradient steps of size `lr` for every run."""
+    """`epochs` simultaneous gradient steps of size `lr` for every run.
+
+    With `check`, a run that reached NaN or inf raises DivergenceError; without,
+    the caller looks at `finite_runs` itself (the seed study names the seeds).
+    """
     batch = TrainingSet.build(inputs, labels)
     loss = torch.empty(epochs, params.runs, dtype=inputs.dtype, device=inputs.device)
     acc = torch.empty_like(loss)
@@ -154,18 +163,24 @@ def train(
         params = Params(
             *(p - lr * g for p, g in zip(params.tensors(), gradients.tensors(), strict=True))
         )
-    check_finite(loss, params, lr)
+    if check:
+        check_finite(loss, params, lr)
     return params, History(loss, acc)
+
+
+def finite_runs(loss: torch.Tensor, params: Params) -> torch.Tensor:
+    """(S,) True where a run's loss and parameters stayed finite."""
+    return torch.isfinite(loss).all(0) & torch.isfinite(to_flat(params)).all(1)
 
 
 def check_finite(loss: torch.Tensor, params: Params, lr: float) -> None:
     """Stop on divergence instead of writing garbage metrics."""
-    finite_runs = torch.isfinite(loss).all(0) & torch.isfinite(to_flat(params)).all(1)
-    if bool(finite_runs.all()):
+    finite = finite_runs(loss, params)
+    if bool(finite.all()):
         return
     bad_epochs = (~torch.isfinite(loss)).any(1).nonzero()
     first = f", first non-finite loss at epoch {int(bad_epochs[0])}" if len(bad_epochs) else ""
     raise DivergenceError(
-        f"training diverged: {int((~finite_runs).sum())} of {loss.shape[1]} runs reached "
+        f"training diverged: {int((~finite).sum())} of {loss.shape[1]} runs reached "
         f"NaN or inf{first} (train.lr={lr}); lower train.lr"
     )

@@ -120,3 +120,102 @@ def test_hydra_app_rejects_bad_value_in_one_line(tmp_path):
     assert result.stderr.strip().count("\n") == 0
     assert "train.lr" in result.stderr
     assert not (tmp_path / "metrics.json").exists()
+
+
+# Issue 10: values that used to pass and gave silent wrong results, wrote outside
+# the project, or reached the allocator.
+REJECTED = [
+    ("data.threshold=nan", "data.threshold=nan: must be a finite number"),
+    ("data.threshold=inf", "data.threshold=inf: must be a finite number"),
+    ("data.threshold=-inf", "data.threshold=-inf: must be a finite number"),
+    ("model.init_scale=inf", "model.init_scale=inf: must be a finite number"),
+    ("eval.high_weight=nan", "eval.high_weight=nan: must be a finite number"),
+    ("eval.low_effect=inf", "eval.low_effect=inf: must be a finite number"),
+    ("train.lr=nan", "train.lr=nan: must be a finite number"),
+    ("train.epochs=100000000000", "train.epochs=100000000000: at most 100000"),
+    ("train.seeds=[1,2,3,4,5,6,7,8,9,10,11] train.epochs=100000", "curve rows, at most"),
+    ("paths.tracked_state=/tmp/x.txt", "paths.tracked_state='/tmp/x.txt': must be a relative"),
+    ("paths.metrics=../outside.json", "paths.metrics='../outside.json': must be a relative"),
+    ("paths.report=reports/../../r.md", "paths.report='reports/../../r.md'"),
+    ("paths.figures=.", "paths.figures='.'"),
+    ("paths.sequences=''", "paths.sequences=''"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "message"), REJECTED)
+def test_non_finite_absurd_and_outside_values_are_rejected(overrides, message):
+    with pytest.raises(ConfigError) as err:
+        validate(compose(overrides.split()))
+    text = str(err.value)
+    assert text.startswith("invalid config value ") and message in text and "\n" not in text
+
+
+def test_paths_inside_the_project_pass():
+    cfg = validate(compose(["paths.metrics=./reports/other.json", "paths.figures=out/figs"]))
+    assert (cfg.paths.metrics, cfg.paths.figures) == ("./reports/other.json", "out/figs")
+
+
+def test_largest_allowed_epochs_pass():
+    assert validate(compose(["train.epochs=100000", "train.seeds=[1]"])).train.epochs == 100000
+
+
+def broken_conf(tmp_path, name: str = "train/lesson.yaml"):
+    """A copy of conf/ whose `name` has a YAML syntax error on line 6."""
+    import shutil
+
+    conf = tmp_path / "conf"
+    shutil.copytree(PROJECT_ROOT / "conf", conf)
+    with (conf / name).open("a") as handle:
+        handle.write("lr: [0.6\nepochs: 200\n")
+    return conf
+
+
+def test_invalid_yaml_in_conf_names_file_line_and_column(tmp_path):
+    from pipeline.config import check_conf_yaml
+
+    check_conf_yaml()  # the real conf/ parses
+    with pytest.raises(ConfigError) as err:
+        check_conf_yaml(broken_conf(tmp_path))
+    text = str(err.value)
+    assert "train/lesson.yaml line 7 column 7: expected ',' or ']'" in text
+    assert "\n" not in text
+
+
+@pytest.mark.parametrize("module", ["pipeline.params", "pipeline.run"])
+def test_invalid_yaml_in_conf_is_one_line_from_the_commands(tmp_path, module):
+    import shutil
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT_ROOT / "pipeline", project / "pipeline")
+    broken_conf(project)
+    hydra_dir = [f"hydra.run.dir={tmp_path / 'run'}"] if module == "pipeline.run" else []
+    result = subprocess.run(
+        [sys.executable, "-m", module, *hydra_dir], cwd=project, capture_output=True, text=True
+    )
+    assert result.returncode == 1
+    assert result.stderr.startswith("error: invalid YAML in conf/train/lesson.yaml line 7 column 7")
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert not (project / "params.yaml").exists()
+
+
+def test_rejected_params_value_says_how_to_restore(tmp_path, monkeypatch):
+    """A failed `dvc exp run -S` leaves its value in params.yaml: the error says so."""
+    from pipeline import config
+
+    monkeypatch.setattr(config, "PROJECT_ROOT", tmp_path)
+    monkeypatch.delenv("DVC_ROOT", raising=False)
+    monkeypatch.chdir(tmp_path)
+    params = tmp_path / PARAMS_FILE
+    params.write_text(composed_yaml().replace("lr: 0.6", "lr: -1"))
+    with pytest.raises(ConfigError) as err:
+        config.load_params()
+    text = str(err.value)
+    assert text.startswith("invalid config value train.lr=-1.0: must be a finite number > 0")
+    assert "params.yaml still holds this value" in text
+    assert "`python -m pipeline.params` restores" in text and "\n" not in text
+
+    # A queued experiment runs in a temporary copy: the workspace is untouched.
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path / "elsewhere"))
+    with pytest.raises(ConfigError) as err:
+        config.load_params()
+    assert "still holds" not in str(err.value)

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 import reference_lesson as lesson
 
 from pipeline import files
+from pipeline.config import PROJECT_ROOT
+from pipeline.errors import OrphanedError
 from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import STAGE_OUTPUTS, run_stage, small_overrides
@@ -110,3 +114,146 @@ def test_generate_stage_imports_neither_torch_nor_mlflow():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.stdout.split() == ["False", "False"]
+
+
+# Orphans and signals (issue 10). A stand-in for DVC starts the train stage as DVC
+# does (`$SHELL -c CMD`, or the command itself, as bash's exec gives), then is
+# killed with SIGKILL. The orphan must not publish; SIGTERM ends a stage in one line.
+LAUNCHER = """
+import subprocess, sys
+shell, stderr = sys.argv[1] == "shell", open(sys.argv[2], "w")
+command = [sys.executable, "-m", "pipeline.stages.train"]
+if shell:
+    command = ["/bin/sh", "-c", " ".join(command)]
+child = subprocess.Popen(command, stderr=stderr)
+print(child.pid, flush=True)
+child.wait()
+"""
+SIGTERM_BIT = 1 << (15 - 1)
+linux_only = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+
+
+def proc_field(pid: int, name: str) -> str | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(f"{name}:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        return None
+    return None
+
+
+def alive(pid: int) -> bool:
+    state = proc_field(pid, "State")
+    return state is not None and not state.startswith("Z")
+
+
+def wait_for(condition, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.01)
+
+
+def child_of(pid: int) -> int | None:
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and proc_field(int(entry.name), "PPid") == str(pid):
+            return int(entry.name)
+    return None
+
+
+def handles_sigterm(pid: int) -> bool:
+    """entry() has run: the stage watches its launcher and catches SIGTERM."""
+    caught = proc_field(pid, "SigCgt")
+    return caught is not None and bool(int(caught, 16) & SIGTERM_BIT)
+
+
+@pytest.fixture
+def trained(workdir) -> dict[str, bytes]:
+    """Outputs of a finished run; then params that would change them, slow enough
+    (a few seconds of training) that the stage is mid-run when its launcher dies."""
+    generate.main()
+    train.main()
+    before = output_bytes_of(workdir, TRAIN_OUTPUTS)
+    params = workdir / "params.yaml"
+    params.write_text(params.read_text().replace("epochs: 30", "epochs: 5000"))
+    return before
+
+
+TRAIN_OUTPUTS = ["models/parameters.parquet", "reports/training.csv"]
+
+
+def output_bytes_of(root: Path, names: list[str]) -> dict[str, bytes]:
+    return {name: (root / name).read_bytes() for name in names}
+
+
+def leftovers(root: Path) -> list[Path]:
+    return [p for p in root.rglob("*.tmp")]
+
+
+@linux_only
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        # dash keeps a shell between DVC and the stage: the publish check refuses.
+        ("shell", "error: the process that started this stage (pid "),
+        # the stage's parent is DVC itself: its death sends SIGTERM (PR_SET_PDEATHSIG).
+        ("direct", "error: stopped by SIGTERM; no output is half-written"),
+    ],
+)
+def test_orphaned_stage_does_not_publish(workdir, trained, tmp_path_factory, how, message):
+    stderr = tmp_path_factory.mktemp("orphan") / "stderr.txt"
+    launcher = subprocess.Popen(
+        [sys.executable, "-c", LAUNCHER, how, str(stderr)],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )
+    child = int(launcher.stdout.readline())
+    if how == "shell":
+        wait_for(lambda: child_of(child) is not None)
+        stage = child_of(child)
+    else:
+        stage = child
+    wait_for(lambda: handles_sigterm(stage))
+    launcher.kill()  # kill -9 of `dvc repro`
+    launcher.wait()
+    wait_for(lambda: not alive(stage))
+    assert stderr.read_text().startswith(message), stderr.read_text()
+    assert stderr.read_text().count("\n") == 1
+    assert output_bytes_of(workdir, TRAIN_OUTPUTS) == trained
+    assert leftovers(workdir) == []
+
+
+@linux_only
+def test_sigterm_ends_a_stage_in_one_line(workdir, trained):
+    stage = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.stages.train"],
+        cwd=workdir,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )
+    wait_for(lambda: handles_sigterm(stage.pid))
+    stage.terminate()
+    _, stderr = stage.communicate(timeout=60)
+    assert stage.returncode == 143
+    assert stderr == "error: stopped by SIGTERM; no output is half-written\n"
+    assert output_bytes_of(workdir, TRAIN_OUTPUTS) == trained
+    assert leftovers(workdir) == []
+
+
+def test_no_file_is_published_once_the_launcher_is_gone(tmp_path, monkeypatch):
+    target = tmp_path / "metrics.json"
+    files.write_json(target, {"old": 1})
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    monkeypatch.setattr(files, "_launcher", (dead.pid,))
+    with pytest.raises(OrphanedError, match=f"pid {dead.pid}.* not replacing"):
+        files.write_json(target, {"new": 2})
+    assert json.loads(target.read_text()) == {"old": 1}
+    assert list(tmp_path.iterdir()) == [target]
+    monkeypatch.setattr(files, "_launcher", (os.getppid(),))
+    files.write_json(target, {"new": 2})
+    assert json.loads(target.read_text()) == {"new": 2}

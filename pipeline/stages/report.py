@@ -6,26 +6,57 @@ import os
 from pathlib import Path
 
 import pandas as pd
+import torch
 
-from pipeline import figures, report
+from pipeline import figures, report, stats
 from pipeline.config import Config, load_params
-from pipeline.files import read_csv, read_json, write_bytes, write_csv, write_text
+from pipeline.errors import ConfigError
+from pipeline.files import (
+    read_csv,
+    read_json,
+    read_parquet,
+    write_bytes,
+    write_csv,
+    write_text,
+)
 from pipeline.golden import is_lesson_config
 from pipeline.stages import check_seeds, entry
 
 
 def run(
-    cfg: Config, document: dict, steps: pd.DataFrame, curves: pd.DataFrame
+    cfg: Config,
+    document: dict,
+    steps: pd.DataFrame,
+    curves: pd.DataFrame,
+    study: tuple[dict, pd.DataFrame] | None = None,
 ) -> tuple[str, dict[str, bytes], pd.DataFrame]:
     high, low = cfg.eval.high_weight, cfg.eval.low_effect
     rendered = figures.lesson_figures(document, steps, curves, high, low)
+    if study is not None:
+        summary, table = study
+        gaps = stats.pair_gap_counts(torch.tensor(table["heldout_accuracy"].to_numpy()))
+        step = 1 / cfg.data.split[2]  # held-out accuracy moves in steps of one sequence
+        rendered += figures.study_figures(table, summary, tuple(g.tolist() for g in gaps), step)
     prefix = Path(os.path.relpath(cfg.paths.figures, Path(cfg.paths.report).parent)).as_posix()
     images: dict[str, list[tuple[str, str]]] = {}
     for figure in rendered:
         images.setdefault(figure.section, []).append((figure.caption, f"{prefix}/{figure.name}"))
     pngs = {figure.name: figure.png for figure in rendered}
-    markdown = report.markdown_report(document, steps, cfg, is_lesson_config(cfg), images)
+    markdown = report.markdown_report(document, steps, cfg, is_lesson_config(cfg), images, study)
     return markdown, pngs, report.step_weights(steps)
+
+
+def check_study(cfg: Config, summary: dict, table: pd.DataFrame) -> None:
+    """A study made for another seed count or other lesson seeds is stale."""
+    seeds = list(range(1, cfg.study.seeds + 1))
+    check_seeds(
+        cfg, [int(seed) for seed in summary["lesson_seeds"]], cfg.paths.study_summary, "study"
+    )
+    if table["seed"].tolist() != seeds or summary["seeds"] != len(seeds):
+        raise ConfigError(
+            f"study.seeds={cfg.study.seeds} but {cfg.paths.study_seeds} holds "
+            f"{len(table)} seeds: rerun the study stage"
+        )
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
@@ -46,7 +77,9 @@ def main() -> None:
     check_seeds(cfg, seeds, cfg.paths.metrics, "evaluate")
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)
-    markdown, pngs, step_weights = run(cfg, document, steps, curves)
+    study = read_json(cfg.paths.study_summary), read_parquet(cfg.paths.study_seeds)
+    check_study(cfg, *study)
+    markdown, pngs, step_weights = run(cfg, document, steps, curves, study)
     write_figures(cfg.paths.figures, pngs)
     write_csv(cfg.paths.step_weights, step_weights)
     write_text(cfg.paths.report, markdown)

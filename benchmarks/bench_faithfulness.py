@@ -1,0 +1,98 @@
+"""Wall time of the faithfulness battery (issue 9): the lesson's 2 seeds and 1000 seeds.
+
+    python benchmarks/bench_faithfulness.py [--seeds 1000] [--threads 2] [--chunk 64]
+
+Trains the runs first (not timed), then times `faithfulness.battery` on the 180
+held-out sequences, float64, CPU: every explainer (IG with its default nodes),
+every metric, the random baseline. Targets: 2 seeds <= 2 s after imports (the
+first call, cold, is timed too), 1000 seeds <= 60 s on 2 cores. Prints the
+lesson's per-seed table at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import pandas as pd
+import torch
+
+from pipeline import data, explainers, faithfulness, frames, model
+from pipeline.config import Config
+from pipeline.train import train
+
+
+def trained(cfg: Config, frame: pd.DataFrame, seeds: list[int]) -> model.Params:
+    inputs, labels, _ = frames.features(data.split_frame(frame, "train"), cfg.data.steps)
+    params = model.init_params(cfg.data.seed, seeds, cfg.model)
+    return train(params, inputs, labels, cfg.train.epochs, cfg.train.lr)[0]
+
+
+def timed(fn) -> tuple[float, object]:
+    start = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - start, result
+
+
+def print_table(document: dict) -> None:
+    short = {
+        "tau_loo": "tau_loo",
+        "aopc_comprehensiveness": "comp",
+        "aopc_sufficiency": "suff",
+        "flips_to_decision": "flips",
+        "hit_at_1": "hit@1",
+        "marked_rank": "rank",
+        "auprc": "auprc",
+    }
+    for seed, rows in document.items():
+        print(f"\nseed {seed}")
+        print(f"{'explainer':<22}" + "".join(f"{short[m]:>9}" for m in faithfulness.METRICS))
+        for row, values in rows.items():
+            print(f"{row:<22}" + "".join(f"{values[m]:>9.4f}" for m in faithfulness.METRICS))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seeds", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--chunk", type=int, default=faithfulness.SEED_CHUNK)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    cfg = Config()
+    frame = data.generate(cfg.data)
+    inputs, labels, marked = frames.features(data.split_frame(frame, "heldout"), cfg.data.steps)
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"held-out {tuple(inputs.shape)}, IG n_steps {explainers.IG_STEPS}, "
+        f"seed chunk {args.chunk}"
+    )
+
+    lesson = trained(cfg, frame, [1, 2])
+    cold, document = timed(
+        lambda: faithfulness.battery(lesson, inputs, labels, marked, [1, 2], seed_chunk=args.chunk)
+    )
+    warm = min(
+        timed(lambda: faithfulness.battery(lesson, inputs, labels, marked, [1, 2]))[0]
+        for _ in range(3)
+    )
+    print(f"battery, 2 seeds: {cold:.3f} s cold (first call), {warm:.3f} s warm (best of 3)")
+
+    seeds = list(range(1, args.seeds + 1))
+    train_s, many = timed(lambda: trained(cfg, frame, seeds))
+    wall, study = timed(
+        lambda: faithfulness.battery(many, inputs, labels, marked, seeds, seed_chunk=args.chunk)
+    )
+    print(f"battery, {args.seeds} seeds: {wall:.3f} s ({args.seeds / wall:.1f} seeds/s)")
+    print(f"  (training those seeds, not part of the battery: {train_s:.3f} s)")
+    gap = max(
+        abs(study[seed][row][metric] - value)
+        for seed in ("1", "2")
+        for row, values in document[seed].items()
+        for metric, value in values.items()
+    )
+    print(f"  seeds 1 and 2 against the 2-seed battery: max abs difference {gap:.1e}")
+    print_table(document)
+
+
+if __name__ == "__main__":
+    main()

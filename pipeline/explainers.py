@@ -1,0 +1,174 @@
+"""Explainers: one importance score per (run, held-out example, step), shape (S, N, T).
+
+Every explainer takes the seed-batched `Params` of S runs and held-out inputs
+(N, T, C) and scores each step for each run and example at once. They answer
+different questions about the same prediction:
+
+- `attention`: where the model looks, the softmax weight a_t (the lesson's view).
+- `loo`: what the output loses without the step, |P(y=1 | t dropped) - P(y=1)|,
+  dropping t from the softmax (the lesson's step ablation).
+- `gradient`: how sensitive P(y=1) is to a small change of the step's input,
+  the L2 norm over channels of dP/dx_t (captum `Saliency`).
+- `grad_x_input`: the first-order contribution of the step's input,
+  |sum_c x_{t,c} dP/dx_{t,c}| (captum `InputXGradient`).
+- `integrated_gradients`: the step's share of P(x) - P(0) along the straight
+  path from the all-zero input, |sum_c IG_{t,c}| (captum `IntegratedGradients`,
+  Gauss-Legendre rule with `IG_STEPS` nodes).
+- `value_norm`: how much the step moves the logit through its value, the weight
+  times the size of the step's readout, a_t |w . V_t| = a_t |value_direction . x_t|
+  (the norm-based view of Kobayashi et al. 2020).
+
+The gradient family explains P(y=1) = model.probability(logit) with captum.
+captum sees one batch row holding every run and example, inputs (1, S, N, T, C),
+and a forward that returns sum_{s,n} P(y=1 | x_{s,n}) per row
+(`summed_probability`). Runs and examples do not interact, so the gradient of
+that sum with respect to x_{s,n} is exactly dP(y=1 | x_{s,n})/dx_{s,n}, and IG
+of a separable sum is the sum of the per-example IGs: every attribution is per
+example, and completeness holds per example. (captum differentiates each output
+row separately, unbinding them into Python scalars: one row keeps that overhead
+constant, where one row per example would cost O((S N)^2) in the backward.)
+model.forward broadcasts inputs (..., S, N, T, C) against the runs, so captum's
+own expansion (IG's n_steps path points) is a leading dim. No Python loop over
+examples or runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+from captum.attr import InputXGradient, IntegratedGradients, Saliency
+
+from pipeline.metrics import ablation_effects
+from pipeline.model import Params, forward, probability, project, value_direction
+
+# Gauss-Legendre nodes of IntegratedGradients (captum's default rule). The path
+# integrand P(alpha x) is smooth, so 50 nodes leave the completeness error at the
+# level of captum's float32 step sizes (~1e-7 of P), far below any metric's scale.
+IG_STEPS = 50
+
+Explainer = Callable[[Params, torch.Tensor], torch.Tensor]
+
+
+def seed_expanded(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """Inputs (N, T, C) repeated for every run as captum's single batch row:
+    (1, S, N, T, C), a fresh leaf requiring grad."""
+    return inputs.expand(1, params.runs, *inputs.shape).clone().requires_grad_()
+
+
+def summed_probability(params: Params) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The forward captum differentiates: (K, S, N, T, C) -> (K,), the sum of
+    P(y=1) over every run and example of a row (separable: see the module docstring)."""
+
+    def fn(batch: torch.Tensor) -> torch.Tensor:
+        logits, _ = forward(params, batch)  # (K, S, N)
+        return probability(logits).sum((-2, -1))
+
+    return fn
+
+
+def gated_probability(params: Params, inputs: torch.Tensor) -> Callable[..., torch.Tensor]:
+    """P(y=1) as a function of a step gate: kept (S * N, T), run-major, 1 keeps a step
+    in the softmax and 0 drops it -> (S * N,). The form captum's FeatureAblation
+    perturbs (a zero baseline on one step's gate is the step ablation)."""
+
+    def fn(kept: torch.Tensor) -> torch.Tensor:
+        dropped = kept.reshape(params.runs, *inputs.shape[:-1]) < 0.5
+        logits, _ = forward(params, inputs, dropped=dropped)
+        return probability(logits).reshape(-1)
+
+    return fn
+
+
+def attention(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """The attention weight a_t of every step: (S, N, T)."""
+    return forward(params, inputs)[1]
+
+
+def loo(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """Leave-one-out: |P(y=1 | step t dropped from the softmax) - P(y=1)|: (S, N, T)."""
+    return ablation_effects(params, inputs)
+
+
+def ablation_logit_shift(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """Closed form of the logit change when step t leaves the softmax: (S, N, T).
+
+    With readouts v_t = value_direction . x_t and c = sum_s a_s v_s, the rest
+    renormalises by 1 / (1 - a_t), so o(without t) - o = a_t / (1 - a_t) (c - v_t).
+    """
+    logits, weights = forward(params, inputs)
+    readouts = project(inputs, value_direction(params))
+    context = logits - params.bias[:, None]
+    return weights / (1 - weights) * (context[..., None] - readouts)
+
+
+def gradient(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """Sensitivity: the L2 norm over channels of dP(y=1)/dx_t (captum Saliency): (S, N, T)."""
+    saliency = Saliency(summed_probability(params))
+    grads = saliency.attribute(seed_expanded(params, inputs), abs=False)
+    return grads.detach()[0].norm(dim=-1)
+
+
+def grad_x_input(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """|sum_c x_{t,c} dP(y=1)/dx_{t,c}| (captum InputXGradient): (S, N, T)."""
+    explainer = InputXGradient(summed_probability(params))
+    attributions = explainer.attribute(seed_expanded(params, inputs))
+    return attributions.detach()[0].sum(-1).abs()
+
+
+def integrated_gradient_attributions(
+    params: Params, inputs: torch.Tensor, n_steps: int = IG_STEPS
+) -> torch.Tensor:
+    """Signed IG attributions of P(y=1) from the all-zero baseline: (S, N, T, C).
+
+    Completeness: summed over (T, C) they approach P(x) - P(0) per example.
+    """
+    explainer = IntegratedGradients(summed_probability(params))
+    attributions = explainer.attribute(
+        seed_expanded(params, inputs), baselines=0.0, n_steps=n_steps, method="gausslegendre"
+    )
+    return attributions.detach()[0]
+
+
+def integrated_gradients(
+    params: Params, inputs: torch.Tensor, n_steps: int = IG_STEPS
+) -> torch.Tensor:
+    """|sum_c IG_{t,c}|: the step's share of P(x) - P(0), zero baseline: (S, N, T)."""
+    attributions = integrated_gradient_attributions(params, inputs, n_steps)
+    return attributions.sum(-1).abs()
+
+
+def value_norm(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """a_t |w . V_t| = a_t |value_direction . x_t|: the weighted size of the readout: (S, N, T)."""
+    weights = forward(params, inputs)[1]
+    return weights * project(inputs, value_direction(params)).abs()
+
+
+EXPLAINERS: dict[str, Explainer] = {
+    "attention": attention,
+    "loo": loo,
+    "gradient": gradient,
+    "grad_x_input": grad_x_input,
+    "integrated_gradients": integrated_gradients,
+    "value_norm": value_norm,
+}
+
+
+def explain(
+    params: Params,
+    inputs: torch.Tensor,
+    names: list[str] | None = None,
+    n_steps: int = IG_STEPS,
+) -> dict[str, torch.Tensor]:
+    """Scores (S, N, T) of every named explainer (all of `EXPLAINERS` by default)."""
+    chosen = list(EXPLAINERS) if names is None else names
+    unknown = sorted(set(chosen) - set(EXPLAINERS))
+    if unknown:
+        raise ValueError(f"unknown explainers {unknown}; allowed: {', '.join(EXPLAINERS)}")
+    scores = {}
+    for name in chosen:
+        if name == "integrated_gradients":
+            scores[name] = integrated_gradients(params, inputs, n_steps)
+        else:
+            scores[name] = EXPLAINERS[name](params, inputs)
+    return scores

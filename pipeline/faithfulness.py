@@ -1,0 +1,292 @@
+"""The faithfulness battery: every explainer scored against the model and the rationale.
+
+Scores are (S, N, T) per explainer (see `pipeline.explainers`). Each metric is
+first computed per (run, example), shape (S, N), then averaged over the held-out
+examples, shape (S,).
+
+Ordering: an explainer ranks the steps by descending score, ties by step index
+("first max wins", a stable sort), so the order is deterministic.
+
+Removal: a removed step leaves the softmax and the rest renormalise, through
+model.forward's `dropped` mask: the lesson's own ablation. At least one step
+always stays, so k runs over 1..T-1.
+
+Faithfulness, against the model's own behaviour:
+- `tau_loo`: Kendall tau_b (scipy's definition, ties included) between the scores
+  and the `loo` effects over the T steps (ferret's taucorr_loo). Two scores within
+  `TIE_RTOL` of the example's largest |score| tie (float noise is not an order).
+  An example on which either vector is constant has no tau_b (scipy gives nan)
+  and is left out of the mean.
+- `aopc_comprehensiveness`: (1 / (T-1)) sum_{k=1}^{T-1} [P(yhat | x) - P(yhat | x
+  without its top-k steps)]. Higher: the top steps carry the prediction.
+- `aopc_sufficiency`: (1 / (T-1)) sum_{k=1}^{T-1} [P(yhat | x) - P(yhat | only the
+  top-k steps of x)]. Lower: the top steps alone keep the prediction.
+  yhat is the predicted class (logit > 0) on the full input, and
+  P(0 | .) = 1 - P(1 | .), computed as sigmoid(-logit). ERASER bins k by
+  percentages and ferret by thresholds; with T = 12 steps every k is used.
+- `flips_to_decision`: the number of steps removed in the explainer's order until
+  the predicted class changes; T when no removal of 1..T-1 steps flips it
+  (capped at T). Lower: the explainer finds the decisive steps sooner.
+
+Plausibility, against the marked step m (the true rationale):
+- `hit_at_1`: the first-max-wins top step is m (for `attention`, the lesson's
+  argmax_hit).
+- `marked_rank`: 1 + the number of steps with a strictly larger score than m:
+  1 is the top, and a tie with m is not counted against it.
+- `auprc`: average precision of the scores against the one-hot m, as
+  scikit-learn's average_precision_score: with one positive it is
+  1 / #(steps with score >= score of m), so unlike `marked_rank` ties count
+  against m.
+
+The `random` row is a chance baseline: each run's scores are uniform noise from
+numpy.random.default_rng([order_seed, run seed]) (explicit, not a global RNG), so
+its order is a uniformly random permutation and a run's numbers do not depend on
+which other runs share the batch. Its `flips_to_decision` is the
+random-order reference for every explainer's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from pipeline.explainers import EXPLAINERS, IG_STEPS, explain
+from pipeline.model import Params, forward, probability
+
+METRICS = (
+    "tau_loo",
+    "aopc_comprehensiveness",
+    "aopc_sufficiency",
+    "flips_to_decision",
+    "hit_at_1",
+    "marked_rank",
+    "auprc",
+)
+RANDOM = "random"
+# Ties for tau_b: values closer than this share of the example's largest |score|.
+# Steps with identical inputs (repeated readings) get loo effects that differ by
+# ~1e-15 relative, rounding noise of the T masked softmaxes; counted as ordered,
+# that noise moves tau_loo at the 1e-5 level with the batch composition. Distinct
+# steps of the lesson differ by > 1e-9 relative in every explainer but loo, and in
+# loo only below ~1e-13 absolute, where P near 1 has no digits left to order them.
+TIE_RTOL = 1e-12
+# Seeds per batch: bounds the (2 (T-1), seeds, N, T) removal tensors to ~100 MB
+# for the lesson's N = 180, T = 12 in float64.
+SEED_CHUNK = 64
+
+
+# --- orders and ranks -----------------------------------------------------------------------
+
+
+def descending_order(scores: torch.Tensor) -> torch.Tensor:
+    """Step indices by descending score, ties by step index: (..., T) long."""
+    return torch.sort(scores, dim=-1, descending=True, stable=True).indices
+
+
+def order_positions(order: torch.Tensor) -> torch.Tensor:
+    """Inverse permutation: the 0-based position of every step in `order`: (..., T)."""
+    positions = torch.empty_like(order)
+    ranks = torch.arange(order.shape[-1], device=order.device).expand_as(order)
+    return positions.scatter_(-1, order, ranks)
+
+
+def top_k_masks(positions: torch.Tensor) -> torch.Tensor:
+    """Bool (T-1, ..., T): entry k-1 marks the top k steps, k = 1..T-1."""
+    ks = torch.arange(1, positions.shape[-1], device=positions.device)
+    return positions.unsqueeze(0) < ks.reshape(-1, *([1] * positions.dim()))
+
+
+# --- faithfulness ---------------------------------------------------------------------------
+
+
+def tie_aware_signs(x: torch.Tensor, tie_rtol: float) -> torch.Tensor:
+    """sign(x_i - x_j) over the last dim: (..., T, T); differences within tie_rtol of
+    the vector's largest |x| count as ties (0)."""
+    differences = x.unsqueeze(-1) - x.unsqueeze(-2)
+    tolerance = tie_rtol * x.abs().amax(-1)[..., None, None]
+    return torch.sign(differences) * (differences.abs() > tolerance)
+
+
+def kendall_tau_b(x: torch.Tensor, y: torch.Tensor, tie_rtol: float = TIE_RTOL) -> torch.Tensor:
+    """Kendall tau_b over the last dim, batched: (..., T) x2 -> (...).
+
+    (n_c - n_d) / sqrt((n_0 - n_x) (n_0 - n_y)) with n_x, n_y the pairs tied in x,
+    in y (scipy.stats.kendalltau's default variant). nan where x or y is constant.
+    With tie_rtol = 0 ties are exact, as in scipy; the default also ties values
+    closer than tie_rtol times the vector's largest |value| (see `TIE_RTOL`).
+    """
+    dx, dy = tie_aware_signs(x, tie_rtol), tie_aware_signs(y, tie_rtol)
+    # Over all ordered pairs: every pair counted twice, which the ratio cancels.
+    concordance = (dx * dy).sum((-2, -1))
+    untied = (dx.abs().sum((-2, -1)) * dy.abs().sum((-2, -1))).sqrt()
+    return concordance / untied
+
+
+def predicted_probability(logits: torch.Tensor, predicted: torch.Tensor) -> torch.Tensor:
+    """P(yhat) from logits, for predicted classes (bool, True = 1), broadcast."""
+    return probability(torch.where(predicted, logits, -logits))
+
+
+def removal_curves(
+    params: Params, inputs: torch.Tensor, order: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Logits of the full input (S, N), without the top k steps (T-1, S, N) and with
+    only the top k steps (T-1, S, N), for k = 1..T-1 of `order` (S, N, T)."""
+    top = top_k_masks(order_positions(order))  # (T-1, S, N, T)
+    logits, _ = forward(params, inputs)
+    removed, _ = forward(params, inputs, dropped=torch.cat([top, ~top]))
+    without_top, only_top = removed.chunk(2)
+    return logits, without_top, only_top
+
+
+def aopc_and_flips(
+    params: Params, inputs: torch.Tensor, order: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Per-example comprehensiveness, sufficiency and flips for one order: (S, N) each."""
+    logits, without_top, only_top = removal_curves(params, inputs, order)
+    predicted = logits > 0
+    full = predicted_probability(logits, predicted)
+    flipped = (without_top > 0) != predicted  # (T-1, S, N)
+    first_flip = flipped.to(torch.uint8).argmax(0) + 1
+    steps = order.shape[-1]
+    return {
+        "aopc_comprehensiveness": (full - predicted_probability(without_top, predicted)).mean(0),
+        "aopc_sufficiency": (full - predicted_probability(only_top, predicted)).mean(0),
+        "flips_to_decision": torch.where(flipped.any(0), first_flip, steps).to(logits.dtype),
+    }
+
+
+# --- plausibility ---------------------------------------------------------------------------
+
+
+def marked_scores(scores: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
+    """The score of the marked step: (S, N, T), marked (N,) -> (S, N, 1)."""
+    return scores.gather(-1, marked.expand(scores.shape[:-1]).unsqueeze(-1))
+
+
+def hit_at_1(scores: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
+    """1 where the first-max-wins top step is the marked one: (S, N)."""
+    return (scores.argmax(-1) == marked).to(scores.dtype)
+
+
+def marked_rank(scores: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
+    """1 + number of steps scoring strictly above the marked step: (S, N)."""
+    return 1 + (scores > marked_scores(scores, marked)).sum(-1).to(scores.dtype)
+
+
+def average_precision(scores: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
+    """Average precision against the one-hot marked step: 1 / #(score >= marked's): (S, N)."""
+    return 1 / (scores >= marked_scores(scores, marked)).sum(-1).to(scores.dtype)
+
+
+# --- the battery ----------------------------------------------------------------------------
+
+
+def random_scores(
+    seeds: list[int], examples: int, steps: int, order_seed: int, dtype: torch.dtype
+) -> torch.Tensor:
+    """Uniform noise (S, N, T); run k's from numpy.random.default_rng([order_seed, k]).
+
+    numpy's SeedSequence mixes both integers (torch's CPU generator would keep
+    only the low 32 bits of one combined seed).
+    """
+    if order_seed < 0 or any(seed < 0 for seed in seeds):
+        raise ValueError(f"order_seed and run seeds must be >= 0, got {order_seed}, {seeds}")
+    rows = [np.random.default_rng([order_seed, seed]).random((examples, steps)) for seed in seeds]
+    return torch.from_numpy(np.stack(rows)).to(dtype)
+
+
+def example_metrics(
+    params: Params,
+    inputs: torch.Tensor,
+    marked: torch.Tensor,
+    scores: torch.Tensor,
+    effects: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """Every metric of one explainer per (run, example): (S, N) each, keys `METRICS`."""
+    numbers = {"tau_loo": kendall_tau_b(scores, effects)}
+    numbers.update(aopc_and_flips(params, inputs, descending_order(scores)))
+    numbers["hit_at_1"] = hit_at_1(scores, marked)
+    numbers["marked_rank"] = marked_rank(scores, marked)
+    numbers["auprc"] = average_precision(scores, marked)
+    return {name: numbers[name] for name in METRICS}
+
+
+def run_means(per_example: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Average over held-out examples: (S, N) -> (S,); tau_b skips its nan examples."""
+    return {name: values.nanmean(-1) for name, values in per_example.items()}
+
+
+def battery_tensors(
+    params: Params,
+    inputs: torch.Tensor,
+    marked: torch.Tensor,
+    seeds: list[int],
+    explainers: list[str] | None = None,
+    n_steps: int = IG_STEPS,
+    order_seed: int = 0,
+    seed_chunk: int = SEED_CHUNK,
+) -> dict[str, dict[str, torch.Tensor]]:
+    """{explainer: {metric: (S,)}} for the explainers (all by default) and `random`.
+
+    Runs are processed `seed_chunk` at a time; every run and example of a chunk
+    goes through each explainer and each removal curve in one batched pass.
+    """
+    names = list(EXPLAINERS) if explainers is None else list(explainers)
+    rows = [*names, RANDOM]
+    steps = inputs.shape[1]
+    noise = random_scores(seeds, inputs.shape[0], steps, order_seed, inputs.dtype)
+    chunks: dict[str, dict[str, list[torch.Tensor]]] = {
+        row: {metric: [] for metric in METRICS} for row in rows
+    }
+    for start in range(0, params.runs, seed_chunk):
+        part = params.map(lambda t, start=start: t[start : start + seed_chunk])
+        scores = explain(part, inputs, sorted(set(names) | {"loo"}), n_steps)
+        scores[RANDOM] = noise[start : start + seed_chunk].to(inputs.device)
+        for row in rows:
+            numbers = example_metrics(part, inputs, marked, scores[row], scores["loo"])
+            for metric, values in run_means(numbers).items():
+                chunks[row][metric].append(values)
+    return {
+        row: {metric: torch.cat(parts) for metric, parts in metrics.items()}
+        for row, metrics in chunks.items()
+    }
+
+
+def battery(
+    params: Params,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    marked: torch.Tensor,
+    seeds: list[int],
+    explainers: list[str] | None = None,
+    n_steps: int = IG_STEPS,
+    order_seed: int = 0,
+    seed_chunk: int = SEED_CHUNK,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """{"<seed>": {"<explainer>": {"<metric>": float}}} over held-out inputs (N, T, C).
+
+    `labels` (N,) only checks that the held-out tensors line up: every metric
+    follows the model's predicted class, and plausibility the marked steps (N,).
+    """
+    if not (len(labels) == len(marked) == inputs.shape[0]):
+        raise ValueError(
+            f"held-out sizes differ: inputs {inputs.shape[0]}, labels {len(labels)}, "
+            f"marked {len(marked)}"
+        )
+    if len(seeds) != params.runs:
+        raise ValueError(f"{len(seeds)} seeds for {params.runs} runs")
+    table = battery_tensors(
+        params, inputs, marked, seeds, explainers, n_steps, order_seed, seed_chunk
+    )
+    columns = {
+        row: {metric: values.tolist() for metric, values in metrics.items()}
+        for row, metrics in table.items()
+    }
+    return {
+        str(seed): {
+            row: {metric: values[i] for metric, values in metrics.items()}
+            for row, metrics in columns.items()
+        }
+        for i, seed in enumerate(seeds)
+    }

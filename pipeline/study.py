@@ -1,0 +1,203 @@
+"""The seed study: the run-to-run gap as a distribution over many init seeds.
+
+    python -m pipeline.study [overrides]          e.g. study.seeds=200 train.lr=0.3
+    python -m pipeline.study -m data.seed=1,2,3   one study per config
+
+Runs 1..study.seeds each start from stream(data.seed + k), exactly as
+train.seeds does, and train on the lesson's data with the model/train
+settings, study.chunk seeds at a time. Every per-seed number of SPEC section 4
+is kept per seed; the summary says how they spread, how often two seeds differ
+by at least the lesson's gap, and where the lesson's seeds (train.seeds) rank.
+The Hydra app writes summary.json into its run directory; the DVC stage
+(pipeline/stages/study.py) writes the paths.study_* files.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import hydra
+import pandas as pd
+import torch
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+from tqdm import tqdm
+
+from pipeline import data, frames, metrics, model, stats
+from pipeline.config import Config, validate
+from pipeline.errors import DivergenceError, PipelineError
+from pipeline.files import write_json
+from pipeline.train import device_and_dtype, finite_runs, train
+
+# The per-seed numbers summary.json describes, in its order; all are means over
+# held-out examples except train_accuracy (over training examples).
+SUMMARIZED = (
+    "heldout_accuracy",
+    "train_accuracy",
+    "marker_mass",
+    "argmax_hit",
+    "weight_effect_agreement",
+    "top_weight_effect",
+)
+NAMED_DIVERGED = 20  # seeds listed in a divergence error; the count is always given
+
+
+@dataclass(frozen=True)
+class SeedRuns:
+    """Trained runs and their per-example values (metrics.example_values), on the CPU."""
+
+    seeds: list[int]
+    params: torch.Tensor  # (S, P) in init order
+    values: dict[str, torch.Tensor]  # name -> (S, N)
+
+
+def train_seeds(
+    cfg: Config, frame: pd.DataFrame, seeds: list[int], progress: bool = False
+) -> SeedRuns:
+    """Train and evaluate `seeds`, cfg.study.chunk at a time.
+
+    A chunk's runs do not interact, so the chunk size only bounds the memory
+    (numbers agree to float64 rounding). Seeds that diverge are all named.
+    """
+    device, dtype = device_and_dtype(cfg.train)
+
+    def split(name: str) -> tuple[torch.Tensor, ...]:
+        tensors = frames.features(data.split_frame(frame, name), cfg.data.steps, dtype)
+        return tuple(t.to(device) for t in tensors)
+
+    train_inputs, train_labels, _ = split("train")
+    heldout = split("heldout")
+    size = cfg.study.chunk
+    chunks = [seeds[start : start + size] for start in range(0, len(seeds), size)]
+    params, values, diverged = [], [], []
+    for chunk in tqdm(chunks, desc="study", unit="chunk", disable=not progress):
+        initial = model.init_params(cfg.data.seed, chunk, cfg.model, dtype, device)
+        trained, history = train(
+            initial, train_inputs, train_labels, cfg.train.epochs, cfg.train.lr, check=False
+        )
+        finite = finite_runs(history.loss, trained).tolist()
+        diverged += [seed for seed, ok in zip(chunk, finite, strict=True) if not ok]
+        if diverged:
+            continue  # the study fails; keep training only to name every diverged seed
+        chunk_values, _, _ = metrics.example_values(
+            trained, (train_inputs, train_labels), heldout, cfg.eval
+        )
+        params.append(model.to_flat(trained).cpu())
+        values.append({name: value.cpu() for name, value in chunk_values.items()})
+    if diverged:
+        named = ", ".join(map(str, diverged[:NAMED_DIVERGED]))
+        more = ", ..." if len(diverged) > NAMED_DIVERGED else ""
+        raise DivergenceError(
+            f"study diverged: seeds {named}{more} ({len(diverged)} of {len(seeds)}) reached "
+            f"NaN or inf (train.lr={cfg.train.lr}); lower train.lr"
+        )
+    return SeedRuns(
+        seeds=list(seeds),
+        params=torch.cat(params),
+        values={name: torch.cat([chunk[name] for chunk in values]) for name in values[0]},
+    )
+
+
+def seeds_table(runs: SeedRuns, cfg: Config) -> pd.DataFrame:
+    """One row per seed: every per-seed number, then the trained parameters."""
+    numbers = metrics.per_run(runs.values)
+    table = pd.DataFrame({"seed": runs.seeds})
+    for name in (*metrics.EXAMPLE_MEANS, *metrics.EXAMPLE_COUNTS):
+        table[name] = numbers[name].numpy()
+    parameters = pd.DataFrame(runs.params.numpy(), columns=model.flat_names(cfg.model))
+    return pd.concat([table, parameters], axis=1)
+
+
+def lesson_accuracy(cfg: Config, frame: pd.DataFrame, runs: SeedRuns) -> dict[int, float]:
+    """Held-out accuracy of each train.seeds run: from the study where it has the
+    seed, else trained here (train.seeds may name seeds outside 1..study.seeds)."""
+
+    def heldout(trained: SeedRuns) -> dict[int, float]:
+        values = metrics.per_run(trained.values)["heldout_accuracy"].tolist()
+        return dict(zip(trained.seeds, values, strict=True))
+
+    accuracy = heldout(runs)
+    missing = [seed for seed in cfg.train.seeds if seed not in accuracy]
+    if missing:
+        accuracy.update(heldout(train_seeds(cfg, frame, missing)))
+    return {seed: accuracy[seed] for seed in cfg.train.seeds}
+
+
+def bootstrap_intervals(runs: SeedRuns, cfg: Config) -> dict[str, tuple[float, float]]:
+    """The 95% multi-bootstrap interval of each summarized mean.
+
+    Each resample draws seeds, held-out examples and training examples with
+    replacement (in that order, from torch.Generator(study.bootstrap_seed)); every
+    held-out number of a resample uses the same draws.
+    """
+    resamples = cfg.study.bootstrap
+    generator = torch.Generator().manual_seed(cfg.study.bootstrap_seed)
+    heldout_size = runs.values["heldout_accuracy"].shape[1]
+    train_size = runs.values["train_accuracy"].shape[1]
+    seed_counts = stats.resample_counts(len(runs.seeds), resamples, generator)
+    heldout_counts = stats.resample_counts(heldout_size, resamples, generator)
+    train_counts = stats.resample_counts(train_size, resamples, generator)
+    intervals = {}
+    for name in SUMMARIZED:
+        examples = train_counts if name == "train_accuracy" else heldout_counts
+        means = stats.multi_bootstrap_means(runs.values[name], seed_counts, examples)
+        intervals[name] = stats.interval(means)
+    return intervals
+
+
+def summarize(runs: SeedRuns, cfg: Config, lesson: dict[int, float]) -> dict:
+    """summary.json: distribution of each per-seed number, pair gap, lesson seeds."""
+    numbers = metrics.per_run(runs.values)
+    intervals = bootstrap_intervals(runs, cfg)
+    document: dict = {"seeds": len(runs.seeds)}
+    for name in SUMMARIZED:
+        low, high = intervals[name]
+        document[name] = {**stats.describe(numbers[name]), "ci95_low": low, "ci95_high": high}
+    heldout = numbers["heldout_accuracy"]
+    above_half = (numbers["marker_mass"] > 0.5).to(torch.float64).mean()
+    document["share_marker_mass_above_half"] = float(above_half)
+    observed = metrics.across_seeds(list(lesson.values()))["seed_gap"]
+    document["pair_gap"] = stats.pair_gap(heldout, observed)
+    document["lesson_seeds"] = {
+        str(seed): {
+            "heldout_accuracy": accuracy,
+            "percentile": stats.share_strictly_below(heldout, accuracy),
+        }
+        for seed, accuracy in lesson.items()
+    }
+    return document
+
+
+def run(cfg: Config, frame: pd.DataFrame, progress: bool = False) -> tuple[pd.DataFrame, dict]:
+    """The whole study: (one row per seed, summary.json)."""
+    runs = train_seeds(cfg, frame, list(range(1, cfg.study.seeds + 1)), progress)
+    return seeds_table(runs, cfg), summarize(runs, cfg, lesson_accuracy(cfg, frame, runs))
+
+
+def show_progress() -> bool:
+    """A progress bar on a terminal; CI logs stay quiet."""
+    return sys.stderr.isatty()
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base=None)
+def main(raw: DictConfig) -> None:
+    try:
+        cfg = validate(raw)
+        _, summary = run(cfg, data.generate(cfg.data), show_progress())
+    except PipelineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
+    out = Path(HydraConfig.get().runtime.output_dir) / "summary.json"
+    write_json(out, summary)
+    gap = summary["pair_gap"]
+    print(
+        f"{summary['seeds']} seeds: held-out accuracy mean "
+        f"{summary['heldout_accuracy']['mean']:.4f}; pairs at least {gap['observed']:.4f} "
+        f"apart: {gap['p_at_least_observed']:.4f}; wrote {out}"
+    )
+
+
+if __name__ == "__main__":
+    main()

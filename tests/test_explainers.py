@@ -1,0 +1,134 @@
+"""Issue 9: the explainers, on the default lesson's two runs and by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from captum.attr import FeatureAblation
+from heldout_lesson import heldout_lesson
+
+from pipeline import explainers, metrics, model
+from pipeline.config import ModelConfig
+
+F64 = torch.float64
+
+
+@pytest.fixture(scope="module")
+def lesson(default_cfg):
+    return heldout_lesson(default_cfg)
+
+
+@pytest.fixture(scope="module")
+def scores(lesson):
+    return explainers.explain(lesson.params, lesson.inputs)
+
+
+def full_probability(params: model.Params, inputs: torch.Tensor) -> torch.Tensor:
+    return model.probability(model.forward(params, inputs)[0])
+
+
+def test_every_explainer_scores_every_step(lesson, scores):
+    assert list(scores) == list(explainers.EXPLAINERS)
+    for name, values in scores.items():
+        assert values.shape == (2, 180, 12), name
+        assert values.dtype == F64, name
+        assert not values.requires_grad, name
+        assert bool(torch.isfinite(values).all()), name
+        assert bool((values >= 0).all()), name
+
+
+def test_attention_and_loo_are_the_lessons(lesson, scores):
+    logits, weights = model.forward(lesson.params, lesson.inputs)
+    assert torch.equal(scores["attention"], weights)
+    assert torch.equal(scores["loo"], metrics.ablation_effects(lesson.params, lesson.inputs))
+
+
+def test_closed_form_ablation_matches_loo_on_every_heldout_example(lesson, scores):
+    """o(without t) - o = a_t / (1 - a_t) (c - v_t), with v_t = w . V_t, c = sum_s a_s v_s."""
+    params, inputs = lesson.params, lesson.inputs
+    _, weights = model.forward(params, inputs)
+    # Readouts from the 3-dim values themselves, not through value_direction.
+    values = torch.einsum("sdc,ntc->sntd", params.value_proj, inputs)  # V_t (S, N, T, d_v)
+    readouts = torch.einsum("sntd,sd->snt", values, params.readout)  # w . V_t
+    context = (weights * readouts).sum(-1, keepdim=True)
+    shift = weights / (1 - weights) * (context - readouts)
+    torch.testing.assert_close(
+        shift, explainers.ablation_logit_shift(params, inputs), rtol=1e-10, atol=1e-13
+    )
+    logits = model.forward(params, inputs)[0][..., None]
+    closed = (model.probability(logits + shift) - model.probability(logits)).abs()
+    assert weights.amax() < 0.999  # 1 - a_t stays well away from 0
+    torch.testing.assert_close(closed, scores["loo"], rtol=1e-9, atol=1e-13)
+    # And the logit shift itself against an explicit one-step drop.
+    one_step = torch.eye(12, dtype=torch.bool)[:, None, None, :]
+    dropped = model.forward(params, inputs, dropped=one_step)[0].permute(1, 2, 0)
+    torch.testing.assert_close(dropped - logits, shift, rtol=1e-9, atol=1e-12)
+
+
+def test_feature_ablation_of_a_step_gate_agrees_with_loo(lesson, scores):
+    """captum FeatureAblation: zeroing step t's gate removes t from the softmax."""
+    params, inputs = lesson.params, lesson.inputs
+    ablation = FeatureAblation(explainers.gated_probability(params, inputs))
+    kept = torch.ones(params.runs * inputs.shape[0], inputs.shape[1], dtype=F64)
+    step_mask = torch.arange(inputs.shape[1])[None, :]  # feature t = step t's gate
+    attributions = ablation.attribute(kept, baselines=0.0, feature_mask=step_mask)
+    got = attributions.reshape(params.runs, *inputs.shape[:2]).abs()
+    torch.testing.assert_close(got, scores["loo"], rtol=1e-12, atol=1e-15)
+
+
+def test_integrated_gradients_completeness(lesson):
+    """Attributions sum to P(x) - P(baseline) for every run and example."""
+    params, inputs = lesson.params, lesson.inputs
+    attributions = explainers.integrated_gradient_attributions(params, inputs)
+    assert attributions.shape == (2, 180, 12, 2)
+    gap = full_probability(params, inputs) - full_probability(params, torch.zeros_like(inputs))
+    torch.testing.assert_close(attributions.sum((-2, -1)), gap, rtol=0, atol=1e-7)
+    assert gap.abs().amax() > 0.5  # not a vacuous check
+    # Too few nodes visibly break completeness: n_steps matters and is honoured.
+    coarse = explainers.integrated_gradient_attributions(params, inputs, n_steps=4)
+    assert (coarse.sum((-2, -1)) - gap).abs().amax() > 1e-3
+
+
+def test_gradient_family_matches_per_example_autograd(lesson, scores):
+    """Summing P over examples for captum leaves every per-example gradient intact."""
+    params, inputs = lesson.params, lesson.inputs
+    grads = []
+    for s in range(params.runs):
+        x = inputs.clone().requires_grad_()
+        one_run = params.map(lambda t, s=s: t[s : s + 1])
+        (grad,) = torch.autograd.grad(full_probability(one_run, x).sum(), x)
+        grads.append(grad)
+    grads = torch.stack(grads)  # (S, N, T, C)
+    torch.testing.assert_close(scores["gradient"], grads.norm(dim=-1), rtol=1e-12, atol=1e-15)
+    expected = (grads * inputs).sum(-1).abs()
+    torch.testing.assert_close(scores["grad_x_input"], expected, rtol=1e-12, atol=1e-15)
+
+
+def test_value_norm_by_hand():
+    # One run, d_k = d_v = 1: key direction (0, 0) gives uniform weights 1/3;
+    # value direction Wv^T w = (2, -1) * 0.5 = (1, -0.5).
+    params = model.Params(
+        key_proj=torch.zeros(1, 1, 2, dtype=F64),
+        value_proj=torch.tensor([[[2.0, -1.0]]], dtype=F64),
+        query=torch.ones(1, 1, dtype=F64),
+        readout=torch.tensor([[0.5]], dtype=F64),
+        bias=torch.zeros(1, dtype=F64),
+    )
+    inputs = torch.tensor([[[0.0, 0.0], [-3.0, 0.0], [1.0, 1.0]]], dtype=F64)
+    expected = torch.tensor([[[0.0, 1.0, 1 / 6]]], dtype=F64)  # a_t |x_t0 - 0.5 x_t1|
+    torch.testing.assert_close(explainers.value_norm(params, inputs), expected)
+
+
+def test_runs_are_explained_independently(lesson, scores):
+    """A run's scores do not depend on the other runs in the batch."""
+    params, inputs = lesson.params, lesson.inputs
+    for s in range(params.runs):
+        alone = explainers.explain(params.map(lambda t, s=s: t[s : s + 1]), inputs[:40])
+        for name, values in alone.items():
+            torch.testing.assert_close(values[0], scores[name][s, :40], rtol=1e-9, atol=1e-14)
+
+
+def test_explain_rejects_unknown_names():
+    params = model.init_params(1, [1], ModelConfig())
+    with pytest.raises(ValueError, match="unknown explainers \\['lime'\\]"):
+        explainers.explain(params, torch.zeros(1, 3, 2, dtype=F64), ["attention", "lime"])

@@ -1,0 +1,264 @@
+"""Issue 9: the faithfulness battery, by hand, against scipy and on the default lesson."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+from heldout_lesson import heldout_lesson
+from scipy.stats import kendalltau
+
+from pipeline import explainers, faithfulness, metrics, model
+
+F64 = torch.float64
+
+
+def t(rows) -> torch.Tensor:
+    return torch.tensor(rows, dtype=F64)
+
+
+@pytest.fixture(scope="module")
+def lesson(default_cfg):
+    return heldout_lesson(default_cfg)
+
+
+@pytest.fixture(scope="module")
+def lesson_battery(lesson):
+    return faithfulness.battery(
+        lesson.params, lesson.inputs, lesson.labels, lesson.marked, lesson.seeds
+    )
+
+
+# --- Kendall tau_b ---------------------------------------------------------------------------
+
+
+def test_kendall_tau_b_matches_scipy_with_ties():
+    generator = torch.Generator().manual_seed(9)
+    # Small integer ranges force ties in x, in y and in both; several lengths.
+    for steps, levels in [(12, 4), (12, 3), (5, 2), (2, 2), (30, 6)]:
+        x = torch.randint(levels, (40, steps), generator=generator).to(F64)
+        y = torch.randint(levels, (40, steps), generator=generator).to(F64)
+        got = faithfulness.kendall_tau_b(x, y)
+        for i in range(40):
+            expected = kendalltau(x[i].numpy(), y[i].numpy()).statistic
+            if math.isnan(expected):
+                assert math.isnan(float(got[i]))
+            else:
+                assert float(got[i]) == pytest.approx(expected, abs=1e-12)
+
+
+def test_kendall_tau_b_batched_and_degenerate():
+    x = t([[[1, 2, 3, 4], [1, 1, 2, 2]], [[4, 3, 2, 1], [5, 5, 5, 5]]])
+    y = t([[[1, 2, 3, 4], [1, 2, 2, 3]], [[1, 2, 3, 4], [1, 2, 3, 4]]])
+    got = faithfulness.kendall_tau_b(x, y)
+    assert got.shape == (2, 2)
+    assert got[0, 0] == 1 and got[1, 0] == -1
+    assert float(got[0, 1]) == pytest.approx(kendalltau([1, 1, 2, 2], [1, 2, 2, 3]).statistic)
+    assert math.isnan(float(got[1, 1]))  # constant scores: no tau_b, as in scipy
+
+
+def test_loo_against_itself_gives_tau_one(lesson):
+    effects = explainers.loo(lesson.params, lesson.inputs)
+    assert torch.equal(faithfulness.kendall_tau_b(effects, effects), torch.ones(2, 180, dtype=F64))
+
+
+# --- orders, ranks, precision ----------------------------------------------------------------
+
+SCORES = t([[[0.1, 0.5, 0.3, 0.5], [0.2, 0.2, 0.2, 0.2], [0.0, 0.9, 0.4, 0.1]]])  # (1, 3, 4)
+
+
+def test_descending_order_first_max_wins():
+    order = faithfulness.descending_order(SCORES)
+    assert order.tolist() == [[[1, 3, 2, 0], [0, 1, 2, 3], [1, 2, 3, 0]]]
+    positions = faithfulness.order_positions(order)
+    assert positions.tolist() == [[[3, 0, 2, 1], [0, 1, 2, 3], [3, 0, 1, 2]]]
+
+
+def test_hit_rank_and_precision_with_ties():
+    # Marked steps 3, 2, 1: a tie for the top, a four-way tie, a clear top.
+    marked = torch.tensor([3, 2, 1])
+    assert faithfulness.hit_at_1(SCORES, marked).tolist() == [[0.0, 0.0, 1.0]]  # first max wins
+    assert faithfulness.marked_rank(SCORES, marked).tolist() == [[1.0, 1.0, 1.0]]  # ties not larger
+    assert faithfulness.average_precision(SCORES, marked).tolist() == [[0.5, 0.25, 1.0]]
+    marked = torch.tensor([0, 0, 3])
+    assert faithfulness.marked_rank(SCORES, marked).tolist() == [[4.0, 1.0, 3.0]]
+    assert faithfulness.average_precision(SCORES, marked).tolist() == [[0.25, 0.25, 1 / 3]]
+
+
+def reference_average_precision(scores: list[float], positive: int) -> float:
+    """scikit-learn's definition: sum over thresholds of (R_n - R_{n-1}) P_n."""
+    total, recall_before = 0.0, 0.0
+    for threshold in sorted(set(scores), reverse=True):
+        chosen = [i for i, s in enumerate(scores) if s >= threshold]
+        recall = float(positive in chosen)
+        total += (recall - recall_before) * (float(positive in chosen) / len(chosen))
+        recall_before = recall
+    return total
+
+
+def test_average_precision_against_definition():
+    generator = torch.Generator().manual_seed(3)
+    scores = torch.randint(5, (1, 200, 8), generator=generator).to(F64)
+    marked = torch.randint(8, (200,), generator=generator)
+    got = faithfulness.average_precision(scores, marked)[0]
+    for i in range(200):
+        expected = reference_average_precision(scores[0, i].tolist(), int(marked[i]))
+        assert float(got[i]) == pytest.approx(expected, abs=1e-15)
+
+
+# --- removal: AOPC and flips, by hand ---------------------------------------------------------
+
+
+def mean_model(bias: float = 0.0) -> model.Params:
+    """One run, d_k = d_v = 1: uniform weights over the kept steps, logit = bias +
+    mean of the kept readings (key direction 0, value direction (1, 0))."""
+    return model.Params(
+        key_proj=torch.zeros(1, 1, 2, dtype=F64),
+        value_proj=t([[[1.0, 0.0]]]),
+        query=torch.ones(1, 1, dtype=F64),
+        readout=torch.ones(1, 1, dtype=F64),
+        bias=t([bias]),
+    )
+
+
+INPUTS = t([[[3.0, 0.0], [0.0, 0.0], [-1.0, 0.0]]])  # readings 3, 0, -1: logit 2/3
+
+
+def sigmoid(x: float) -> float:
+    return 1 / (1 + math.exp(-x))
+
+
+def test_aopc_and_flips_by_hand():
+    params = mean_model()
+    order = faithfulness.descending_order(t([[[0.9, 0.5, 0.1]]]))  # steps 0, 1, 2
+    got = faithfulness.aopc_and_flips(params, INPUTS, order)
+    full = sigmoid(2 / 3)  # predicted class 1
+    # Without step 0: mean(0, -1); without 0, 1: -1. Only step 0: 3; only 0, 1: 1.5.
+    comprehensiveness = ((full - sigmoid(-0.5)) + (full - sigmoid(-1))) / 2
+    sufficiency = ((full - sigmoid(3)) + (full - sigmoid(1.5))) / 2
+    assert float(got["aopc_comprehensiveness"]) == pytest.approx(comprehensiveness, abs=1e-15)
+    assert float(got["aopc_sufficiency"]) == pytest.approx(sufficiency, abs=1e-15)
+    assert float(got["flips_to_decision"]) == 1.0  # removing step 0 flips 2/3 to -0.5
+
+
+def test_aopc_follows_the_predicted_class():
+    params = mean_model(bias=-1.0)  # logit 2/3 - 1 = -1/3: predicted class 0
+    order = faithfulness.descending_order(t([[[0.1, 0.5, 0.9]]]))  # steps 2, 1, 0
+    got = faithfulness.aopc_and_flips(params, INPUTS, order)
+    full = 1 - sigmoid(-1 / 3)
+    # Without step 2: mean(3, 0) - 1 = 0.5 (flips); without 2, 1: 2. Only 2: -2; only 2, 1: -1.5.
+    comprehensiveness = ((full - (1 - sigmoid(0.5))) + (full - (1 - sigmoid(2)))) / 2
+    sufficiency = ((full - (1 - sigmoid(-2))) + (full - (1 - sigmoid(-1.5)))) / 2
+    assert float(got["aopc_comprehensiveness"]) == pytest.approx(comprehensiveness, abs=1e-15)
+    assert float(got["aopc_sufficiency"]) == pytest.approx(sufficiency, abs=1e-15)
+    assert float(got["flips_to_decision"]) == 1.0
+
+
+def test_flips_capped_at_the_number_of_steps():
+    params = mean_model()
+    # Removing step 2 (-1), then step 1 (0) leaves 1.5, then 3: the class never flips.
+    order = faithfulness.descending_order(t([[[0.1, 0.5, 0.9]]]))
+    assert float(faithfulness.aopc_and_flips(params, INPUTS, order)["flips_to_decision"]) == 3.0
+    # Order 1, 0, 2: without 1 -> mean(3, -1) = 1; without 1, 0 -> -1: flips at 2.
+    order = faithfulness.descending_order(t([[[0.5, 0.9, 0.1]]]))
+    assert float(faithfulness.aopc_and_flips(params, INPUTS, order)["flips_to_decision"]) == 2.0
+
+
+def test_removal_curves_against_a_loop(lesson):
+    """The batched top-k removal against one forward per (run, example, k)."""
+    params, inputs = lesson.params, lesson.inputs[:15]
+    scores = explainers.value_norm(params, inputs)
+    order = faithfulness.descending_order(scores)
+    got = faithfulness.aopc_and_flips(params, inputs, order)
+    steps = inputs.shape[1]
+    for s in range(params.runs):
+        run = params.map(lambda x, s=s: x[s : s + 1])
+        for n in range(inputs.shape[0]):
+            x = inputs[n : n + 1]
+            logit = float(model.forward(run, x)[0])
+            sign = 1.0 if logit > 0 else -1.0
+            full = sigmoid(sign * logit)
+            comp, suff, flip = 0.0, 0.0, steps
+            for k in range(1, steps):
+                top = torch.zeros(1, 1, steps, dtype=torch.bool)
+                top[..., order[s, n, :k]] = True
+                without = float(model.forward(run, x, dropped=top)[0])
+                only = float(model.forward(run, x, dropped=~top)[0])
+                comp += (full - sigmoid(sign * without)) / (steps - 1)
+                suff += (full - sigmoid(sign * only)) / (steps - 1)
+                if flip == steps and (without > 0) != (logit > 0):
+                    flip = k
+            assert float(got["aopc_comprehensiveness"][s, n]) == pytest.approx(comp, abs=1e-12)
+            assert float(got["aopc_sufficiency"][s, n]) == pytest.approx(suff, abs=1e-12)
+            assert float(got["flips_to_decision"][s, n]) == flip
+
+
+# --- the battery on the default lesson --------------------------------------------------------
+
+
+def test_battery_document_shape(lesson_battery):
+    rows = [*explainers.EXPLAINERS, faithfulness.RANDOM]
+    assert list(lesson_battery) == ["1", "2"]
+    for seed in ("1", "2"):
+        assert list(lesson_battery[seed]) == rows
+        for row in rows:
+            values = lesson_battery[seed][row]
+            assert list(values) == list(faithfulness.METRICS)
+            assert all(isinstance(v, float) and math.isfinite(v) for v in values.values())
+            assert 1 <= values["flips_to_decision"] <= 12
+            assert 1 <= values["marked_rank"] <= 12
+            assert 0 <= values["hit_at_1"] <= 1 and 0 < values["auprc"] <= 1
+    assert json.loads(json.dumps(lesson_battery)) == lesson_battery
+
+
+def test_battery_lesson_identities(lesson, lesson_battery):
+    _, weights = model.forward(lesson.params, lesson.inputs)
+    hits = metrics.argmax_hit(weights, lesson.marked).tolist()
+    for i, seed in enumerate(("1", "2")):
+        runs = lesson_battery[seed]
+        assert runs["attention"]["hit_at_1"] == hits[i]
+        assert runs["loo"]["tau_loo"] == 1.0
+    # SPEC golden argmax hit.
+    assert round(lesson_battery["1"]["attention"]["hit_at_1"], 4) == 0.3444
+    assert lesson_battery["2"]["attention"]["hit_at_1"] == 1.0
+
+
+def test_battery_does_not_depend_on_batching(lesson, lesson_battery):
+    """Chunking the runs, or scoring one run alone, changes no number (random included)."""
+    chunked = faithfulness.battery(
+        lesson.params, lesson.inputs, lesson.labels, lesson.marked, lesson.seeds, seed_chunk=1
+    )
+    alone = faithfulness.battery(
+        lesson.params.map(lambda x: x[1:]), lesson.inputs, lesson.labels, lesson.marked, [2]
+    )
+    for seed, rows in chunked.items():
+        for row, values in rows.items():
+            assert values == pytest.approx(lesson_battery[seed][row], rel=1e-9, abs=1e-12)
+    for row, values in alone["2"].items():
+        assert values == pytest.approx(lesson_battery["2"][row], rel=1e-9, abs=1e-12)
+
+
+def test_random_order_is_seeded_explicitly(lesson):
+    args = (lesson.inputs.shape[0], 12)
+    first = faithfulness.random_scores([1, 2], *args, order_seed=0, dtype=F64)
+    torch.manual_seed(123)  # the global RNG plays no part
+    again = faithfulness.random_scores([1, 2], *args, order_seed=0, dtype=F64)
+    other = faithfulness.random_scores([1, 2], *args, order_seed=1, dtype=F64)
+    assert torch.equal(first, again)
+    assert not torch.equal(first, other)
+    assert not torch.equal(first[0], first[1])
+
+
+def test_battery_checks_its_inputs(lesson):
+    with pytest.raises(ValueError, match="held-out sizes differ"):
+        faithfulness.battery(
+            lesson.params, lesson.inputs, lesson.labels[:5], lesson.marked, lesson.seeds
+        )
+    with pytest.raises(ValueError, match="1 seeds for 2 runs"):
+        faithfulness.battery(lesson.params, lesson.inputs, lesson.labels, lesson.marked, [1])
+    with pytest.raises(ValueError, match="must be >= 0"):
+        faithfulness.battery(
+            lesson.params, lesson.inputs, lesson.labels, lesson.marked, [1, 2], order_seed=-1
+        )
