@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs no
 
 STATE_TAG = "pipeline_state"
 # The config groups that shape a number; paths and tracking settings do not.
-NUMBER_GROUPS = ("data", "model", "train", "eval")
+NUMBER_GROUPS = ("data", "model", "train", "eval", "study")
 SOURCE_PATHS = ("pipeline", "conf", "dvc.yaml", "pyproject.toml")
 LOCK_TIMEOUT_S = 120
 BATCH = 1000  # MLflow's limit of metrics per log_batch call
@@ -67,19 +67,23 @@ class PipelineState:
     curves: pd.DataFrame  # epoch, seed, loss, accuracy
     tags: dict[str, str]
     artifacts: list[Path] = field(default_factory=list)
+    study: dict | None = None  # the seed study's summary.json
 
     @property
     def digest(self) -> str:
-        return state_digest(self.cfg, self.metrics, self.tags)
+        return state_digest(self.cfg, self.metrics, self.tags, self.study)
 
 
-def state_digest(cfg: Config, metrics: dict, hashes: dict[str, str]) -> str:
-    """What identifies a state: the number-shaping config, the metrics, and the
-    dvc.lock hashes of data and models (`lock_hashes`)."""
+def state_digest(
+    cfg: Config, metrics: dict, hashes: dict[str, str], study: dict | None = None
+) -> str:
+    """What identifies a state: the number-shaping config, the metrics, the study
+    summary, and the dvc.lock hashes of data and models (`lock_hashes`)."""
     config = to_container(cfg)
     content = {
         "config": {group: config[group] for group in NUMBER_GROUPS},
         "metrics": metrics,
+        "study": study,
         "data": hashes.get("dvc.data_md5"),
         "models": hashes.get("dvc.models_md5"),
     }
@@ -256,6 +260,8 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     params = flatten(to_container(state.cfg))
     cross_seed = {k: v for k, v in document.items() if k not in ("data", "runs")}
     parent_values = {**{f"data.{k}": v for k, v in document["data"].items()}, **cross_seed}
+    if state.study is not None:  # no child run per study seed: 1000 would swamp the UI
+        parent_values.update(study_metrics(state.study))
     name = version_label(state.tags)
     parent = _log_run(client, experiment_id, name, state.tags, params, parent_values)
     try:
@@ -267,6 +273,17 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     client.set_tag(parent, STATE_TAG, digest)
     client.set_terminated(parent)
     return parent, True
+
+
+def study_metrics(summary: dict, prefix: str = "study/") -> dict[str, float]:
+    """summary.json flattened to metric names: study/heldout_accuracy/mean, ..."""
+    values: dict[str, float] = {}
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            values.update(study_metrics(value, f"{prefix}{key}/"))
+        else:
+            values[f"{prefix}{key}"] = float(value)
+    return values
 
 
 def _log_children_and_artifacts(client, experiment_id: str, parent: str, state) -> None:

@@ -30,6 +30,8 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         cfg.paths.training_curves,
         cfg.paths.report,
         cfg.paths.figures,
+        cfg.paths.study_summary,
+        cfg.paths.study_seeds,
     ]
     return tracking.PipelineState(
         cfg=cfg,
@@ -37,6 +39,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         curves=curves,
         tags=tags,
         artifacts=[Path(p) for p in candidates if Path(p).exists()],
+        study=read_json(cfg.paths.study_summary),
     )
 
 
@@ -48,7 +51,8 @@ def main() -> None:
         return
     root, uri = Path.cwd(), tracking.store_uri(cfg.tracking)
     hashes = tracking.lock_hashes(root / "dvc.lock", cfg)
-    digest = tracking.state_digest(cfg, read_json(cfg.paths.metrics), hashes)
+    study = read_json(cfg.paths.study_summary)
+    digest = tracking.state_digest(cfg, read_json(cfg.paths.metrics), hashes, study)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)
     logged = False
     if run_id is None:

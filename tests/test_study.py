@@ -1,0 +1,162 @@
+"""The seed study: per-seed numbers, chunking, the summary, bad input, the Hydra app."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import pytest
+import reference_lesson as lesson
+import torch
+
+from pipeline import data, study
+from pipeline.config import compose, validate
+from pipeline.errors import ConfigError, DivergenceError
+from pipeline.stages import generate
+from tests.conftest import GOLDEN_RUNS, small_overrides
+
+SMALL = [*small_overrides(), "study.seeds=6", "study.bootstrap=50"]
+
+
+def study_cfg(*overrides: str):
+    return validate(compose([*SMALL, *overrides]))
+
+
+@pytest.fixture(scope="module")
+def small_frame():
+    return data.generate(study_cfg().data)
+
+
+def test_lesson_seeds_have_the_golden_numbers():
+    cfg = validate(compose(["study.seeds=3", "study.bootstrap=10"]))
+    frame, _ = generate.run(cfg)
+    table, summary = study.run(cfg, frame)
+    assert table["seed"].tolist() == [1, 2, 3]
+    for seed, golden in GOLDEN_RUNS.items():
+        row = table[table["seed"] == int(seed)].iloc[0]
+        for key, value in golden.items():
+            got = row[key]
+            assert (got == value) if isinstance(value, int) else (round(got, 4) == value), key
+    assert round(summary["pair_gap"]["observed"], 4) == 0.1056
+    assert summary["lesson_seeds"]["1"]["heldout_accuracy"] == pytest.approx(160 / 180)
+
+
+def test_other_seeds_match_the_lessons_own_code(small_frame):
+    cfg = study_cfg()
+    table, _ = study.run(cfg, small_frame)
+    ref = lesson.Lesson(cfg.data.seed, 120, 12, (60, 30, 30), cfg.train.epochs, cfg.train.lr)
+    for seed in (3, 5, 6):
+        trained = ref.train_run(seed)
+        row = table[table["seed"] == seed].iloc[0]
+        names = [c for c in table.columns if c[:2] in ("Wk", "Wv", "q_", "w_") or c == "b"]
+        torch.testing.assert_close(
+            torch.tensor(row[names].to_numpy(dtype=float)),
+            torch.tensor(lesson.flat(trained), dtype=torch.float64),
+            rtol=1e-12,
+            atol=1e-14,
+        )
+        assert row["train_accuracy"] == lesson.accuracy(trained, ref.train_set)
+        assert row["heldout_accuracy"] == lesson.accuracy(trained, ref.heldout_set)
+        mass, hit = lesson.attention_measures(trained, ref.heldout_set)
+        agree, top_effect, high, high_low = lesson.causality(trained, ref.heldout_set)
+        assert math.isclose(row["marker_mass"], mass, rel_tol=1e-12)
+        assert row["argmax_hit"] == hit and row["weight_effect_agreement"] == agree
+        assert math.isclose(row["top_weight_effect"], top_effect, rel_tol=1e-10)
+        assert (row["high_weight"], row["high_weight_low_effect"]) == (high, high_low)
+
+
+def test_chunk_size_changes_no_number(small_frame):
+    """Chunks of 1 and of 4 seeds: accuracies, hits and counts exactly equal, real
+    numbers to float64 rounding (a batch of other size rounds differently at 1e-16)."""
+    one, one_summary = study.run(study_cfg("study.chunk=1"), small_frame)
+    four, four_summary = study.run(study_cfg("study.chunk=4"), small_frame)
+    exact = ["seed", "train_accuracy", "heldout_accuracy", "argmax_hit"]
+    exact += ["weight_effect_agreement", "high_weight", "high_weight_low_effect"]
+    assert one[exact].equals(four[exact])
+    for column in one.columns:
+        torch.testing.assert_close(
+            torch.tensor(one[column].to_numpy(dtype=float)),
+            torch.tensor(four[column].to_numpy(dtype=float)),
+            rtol=1e-12,
+            atol=1e-14,
+        )
+    assert one_summary["pair_gap"] == four_summary["pair_gap"]
+    assert one_summary["lesson_seeds"] == four_summary["lesson_seeds"]
+    for name in study.SUMMARIZED:
+        for key, value in one_summary[name].items():
+            assert four_summary[name][key] == pytest.approx(value, rel=1e-12, abs=1e-14)
+
+
+def test_summary_is_deterministic_and_follows_its_definitions(small_frame):
+    cfg = study_cfg()
+    table, summary = study.run(cfg, small_frame)
+    assert json.dumps(study.run(cfg, small_frame)[1]) == json.dumps(summary)
+    assert summary["seeds"] == 6
+    accuracy = table["heldout_accuracy"]
+    assert summary["heldout_accuracy"]["mean"] == pytest.approx(accuracy.mean(), abs=1e-15)
+    assert summary["heldout_accuracy"]["std"] == pytest.approx(accuracy.std(ddof=0), abs=1e-15)
+    assert summary["share_marker_mass_above_half"] == (table["marker_mass"] > 0.5).mean()
+    lesson_gap = abs(accuracy[0] - accuracy[1])
+    assert summary["pair_gap"]["observed"] == pytest.approx(lesson_gap, abs=1e-15)
+    for seed in ("1", "2"):
+        mine = summary["lesson_seeds"][seed]["heldout_accuracy"]
+        assert summary["lesson_seeds"][seed]["percentile"] == (accuracy < mine - 1e-9).mean()
+    for name in study.SUMMARIZED:
+        numbers = summary[name]
+        assert numbers["min"] <= numbers["q05"] <= numbers["median"] <= numbers["q95"]
+        assert numbers["ci95_low"] <= numbers["ci95_high"]
+    other = study.run(study_cfg("study.bootstrap_seed=1"), small_frame)[1]
+    assert other["heldout_accuracy"]["ci95_low"] != summary["heldout_accuracy"]["ci95_low"]
+    assert other["pair_gap"] == summary["pair_gap"]
+
+
+def test_lesson_seeds_outside_the_study_are_trained_for_the_gap(small_frame):
+    table, summary = study.run(study_cfg("train.seeds=[2,40]"), small_frame)
+    assert 40 not in table["seed"].tolist()
+    assert list(summary["lesson_seeds"]) == ["2", "40"]
+    alone, _ = study.run(study_cfg("study.seeds=40", "study.chunk=40"), small_frame)
+    expected = alone.set_index("seed").loc[40, "heldout_accuracy"]
+    assert summary["lesson_seeds"]["40"]["heldout_accuracy"] == expected
+
+
+def test_diverging_seeds_are_named(small_frame):
+    with pytest.raises(DivergenceError, match=r"study diverged: seeds 1, 2, .*\(\d+ of 6\)"):
+        study.run(study_cfg("train.lr=1e6", "study.chunk=2"), small_frame)
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [("study.seeds=1", "study.seeds"), ("study.bootstrap=0", "study.bootstrap")]
+    + [("study.chunk=0", "study.chunk")],
+)
+def test_bad_study_values_name_the_key(override, key):
+    with pytest.raises(ConfigError, match=rf"invalid config value {key}="):
+        study_cfg(override)
+
+
+def test_hydra_app_sweeps_one_study_per_config(tmp_path):
+    overrides = [o for o in SMALL if not o.startswith("study.seeds")] + ["study.seeds=3"]
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.study", "-m", *overrides, "train.lr=0.3,0.6"]
+        + [f"hydra.sweep.dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    summaries = [json.loads((tmp_path / job / "summary.json").read_text()) for job in "01"]
+    assert [s["seeds"] for s in summaries] == [3, 3]
+    assert summaries[0]["marker_mass"] != summaries[1]["marker_mass"]
+
+
+def test_hydra_app_bad_value_is_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.study", "study.chunk=0", f"hydra.run.dir={tmp_path}"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: invalid config value study.chunk=0: must be an integer >= 1"
+    ]
