@@ -12,6 +12,7 @@ lesson's per-seed table at the end.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import pandas as pd
@@ -32,6 +33,14 @@ def timed(fn) -> tuple[float, object]:
     start = time.perf_counter()
     result = fn()
     return time.perf_counter() - start, result
+
+
+def cpu_timed(fn) -> tuple[float, float, object]:
+    """Wall and process CPU seconds: on a shared machine the CPU time shows how much
+    of the wall time was this process's own work."""
+    cpu = time.process_time()
+    wall, result = timed(fn)
+    return wall, time.process_time() - cpu, result
 
 
 def print_table(document: dict) -> None:
@@ -63,6 +72,7 @@ def main() -> None:
     inputs, labels, marked = frames.features(data.split_frame(frame, "heldout"), cfg.data.steps)
     print(
         f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs, "
         f"held-out {tuple(inputs.shape)}, IG n_steps {explainers.IG_STEPS}, "
         f"seed chunk {args.chunk}"
     )
@@ -79,10 +89,13 @@ def main() -> None:
 
     seeds = list(range(1, args.seeds + 1))
     train_s, many = timed(lambda: trained(cfg, frame, seeds))
-    wall, study = timed(
+    wall, cpu, study = cpu_timed(
         lambda: faithfulness.battery(many, inputs, labels, marked, seeds, seed_chunk=args.chunk)
     )
-    print(f"battery, {args.seeds} seeds: {wall:.3f} s ({args.seeds / wall:.1f} seeds/s)")
+    print(
+        f"battery, {args.seeds} seeds: {wall:.3f} s wall, {cpu:.3f} s CPU "
+        f"({args.seeds / wall:.1f} seeds/s)"
+    )
     print(f"  (training those seeds, not part of the battery: {train_s:.3f} s)")
     gap = max(
         abs(study[seed][row][metric] - value)

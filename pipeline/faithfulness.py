@@ -70,9 +70,11 @@ RANDOM = "random"
 # steps of the lesson differ by > 1e-9 relative in every explainer but loo, and in
 # loo only below ~1e-13 absolute, where P near 1 has no digits left to order them.
 TIE_RTOL = 1e-12
-# Seeds per batch: bounds the (2 (T-1), seeds, N, T) removal tensors to ~100 MB
-# for the lesson's N = 180, T = 12 in float64.
-SEED_CHUNK = 64
+# Runs per batch. IG's (n_steps, runs, N, T, C) tensors are the largest: 16 runs
+# of the lesson (N = 180, T = 12) keep them near 28 MB in float64; larger chunks
+# were slower per run on 1-2 CPU threads (memory traffic), smaller ones add
+# per-call overhead.
+SEED_CHUNK = 16
 
 
 # --- orders and ranks -----------------------------------------------------------------------

@@ -90,7 +90,13 @@ def default_cfg() -> Config:
 
 def small_overrides() -> list[str]:
     """A config small enough for the stage and DVC tests to run in seconds."""
-    return ["data.sequences=120", "data.split=[60,30,30]", "train.epochs=30"]
+    return [
+        "data.sequences=120",
+        "data.split=[60,30,30]",
+        "train.epochs=30",
+        "study.seeds=4",
+        "study.bootstrap=20",
+    ]
 
 
 @pytest.fixture(scope="session")

@@ -28,6 +28,9 @@ OUTPUTS = [
     "reports/step_weights.csv",
     "reports/figures/attention_seed_1.png",
     "reports/figures/weight_vs_effect.png",
+    "reports/study/summary.json",
+    "reports/study/seeds.parquet",
+    "reports/figures/study_pair_gaps.png",
 ]
 
 
@@ -59,7 +62,7 @@ def repo(tmp_path_factory) -> Path:
     result = dvc(repo, "repro")
     # Data and models are not in git: they are rebuilt. evaluate's inputs then
     # hash as in dvc.lock, so DVC may rightly skip it.
-    assert {"generate", "train", "track"} <= ran_stages(result.stdout)
+    assert {"generate", "train", "study", "track"} <= ran_stages(result.stdout)
     return repo
 
 
@@ -92,6 +95,13 @@ def test_repro_logs_one_parent_and_a_child_per_seed(repo):
     client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
     for run_id in children["run_id"]:
         assert len(client.get_metric_history(run_id, "train_loss_curve")) == 200
+    # The seed study: summary on the parent, per-seed table as an artifact, no child per seed.
+    summary = json.loads((repo / "reports/study/summary.json").read_text())
+    assert parents.iloc[0]["metrics.study/pair_gap/p_at_least_observed"] == (
+        summary["pair_gap"]["p_at_least_observed"]
+    )
+    artifacts = {a.path for a in client.list_artifacts(parents.iloc[0]["run_id"])}
+    assert {"summary.json", "seeds.parquet"} <= artifacts
 
 
 def test_second_repro_is_a_noop(repo):

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline import figures, golden, reading
+from pipeline import figures, golden, reading, study
 from pipeline.config import PROJECT_ROOT, ConfigError, EvalConfig, PathsConfig, TrackingConfig
 from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
@@ -23,13 +23,23 @@ from pipeline.stages import report as report_stage
 from tests.conftest import run_stage, small_overrides
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-SECTIONS = ["## Reading", "## Data checks", "## Accuracy", "## Attention weights", "## Ablation"]
+SECTIONS = [
+    "## Reading",
+    "## Data checks",
+    "## Accuracy",
+    "## Attention weights",
+    "## Ablation",
+    "## Seeds at scale",
+]
 FIGURES = {
     "attention_seed_1.png",
     "attention_seed_2.png",
     "weight_vs_effect.png",
     "training.png",
     "heldout_accuracy.png",
+    "study_heldout_accuracy.png",
+    "study_mass_vs_accuracy.png",
+    "study_pair_gaps.png",
 }
 
 
@@ -44,6 +54,13 @@ def small_lesson(small_cfg) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
 
 
 @pytest.fixture(scope="module")
+def small_study(small_cfg) -> tuple[dict, pd.DataFrame]:
+    """The small config's study summary and per-seed table."""
+    table, summary = study.run(small_cfg, generate.run(small_cfg)[0])
+    return json.loads(json.dumps(summary)), table
+
+
+@pytest.fixture(scope="module")
 def committed_lesson() -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """The default config's outputs committed under reports/."""
     reports = PROJECT_ROOT / "reports"
@@ -53,10 +70,13 @@ def committed_lesson() -> tuple[dict, pd.DataFrame, pd.DataFrame]:
 
 
 @pytest.fixture
-def workdir(tmp_path, monkeypatch, small_lesson) -> Path:
+def workdir(tmp_path, monkeypatch, small_lesson, small_study) -> Path:
     document, steps, curves = small_lesson
+    summary, table = small_study
+    (tmp_path / "reports/study").mkdir(parents=True)
+    (tmp_path / "reports/study/summary.json").write_text(json.dumps(summary))
+    table.to_parquet(tmp_path / "reports/study/seeds.parquet")
     (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
-    (tmp_path / "reports").mkdir()
     (tmp_path / "reports/metrics.json").write_text(json.dumps(document))
     steps.to_csv(tmp_path / "reports/steps.csv", index=False)
     curves.to_csv(tmp_path / "reports/training.csv", index=False)
@@ -114,9 +134,9 @@ def test_step_weights_are_one_mean_per_seed_and_step(workdir):
     assert sums.to_numpy() == pytest.approx([1.0, 1.0])
 
 
-def test_figures_are_deterministic_pngs(small_cfg, small_lesson):
-    _, first, _ = report_stage.run(small_cfg, *small_lesson)
-    _, again, _ = report_stage.run(small_cfg, *small_lesson)
+def test_figures_are_deterministic_pngs(small_cfg, small_lesson, small_study):
+    _, first, _ = report_stage.run(small_cfg, *small_lesson, small_study)
+    _, again, _ = report_stage.run(small_cfg, *small_lesson, small_study)
     assert set(first) == FIGURES and first == again
     for png in first.values():
         assert png.startswith(PNG_SIGNATURE)
@@ -231,3 +251,34 @@ def test_only_the_figures_module_imports_matplotlib():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.stdout.split() == ["False"]
+
+
+def hand_summary(share: float, percentile: float) -> dict:
+    spread = {key: 0.5 for key in ("mean", "std", "min", "max", "median", "q05", "q95")}
+    spread |= {"ci95_low": 0.4, "ci95_high": 0.6}
+    summary = {"seeds": 100, **{name: dict(spread) for name in study.SUMMARIZED}}
+    summary["share_marker_mass_above_half"] = 0.25
+    summary["pair_gap"] = {"observed": 0.1056, "mean": 0.03, "p_at_least_observed": share}
+    summary["lesson_seeds"] = {"1": {"heldout_accuracy": 0.8889, "percentile": percentile}}
+    return summary
+
+
+def test_study_reading_says_what_each_number_measures():
+    table = pd.DataFrame({"argmax_hit": [1.0, 1.0, 0.2], "marker_mass": [0.3, 0.9, 0.1]})
+    text = reading.study_reading(hand_summary(0.02, 0.03), table)
+    assert "2% of the 4950 pairs of seeds differ by at least the lesson's gap 0.1056" in text
+    assert "a gap that large is rare" in text
+    assert "run 1 (held-out 0.8889) beats 3% of the study's seeds: an unlucky seed" in text
+    assert "25% of the seeds put more than half of their held-out weight" in text
+    # Seed 1 of the table: its top weight finds the step, its mass does not.
+    assert "The two measures disagree on 1 seeds (1%)" in text
+    common = reading.study_reading(hand_summary(0.4, 0.95), table.iloc[1:])
+    assert "a gap that large is common" in common and "a lucky seed" in common
+    assert "disagree" not in common
+
+
+def test_stage_refuses_a_study_of_another_size(workdir):
+    params = workdir / "params.yaml"
+    params.write_text(params.read_text().replace("seeds: 4", "seeds: 5"))
+    with pytest.raises(ConfigError, match="study.seeds=5 but .* holds 4 seeds"):
+        report_stage.main()

@@ -28,6 +28,7 @@ def committed_state(cfg, uri: str, **tags: str) -> tracking.PipelineState:
         curves=curves,
         tags={"git.commit": "abc1234def", "git.dirty": "False", **tags},
         artifacts=[REPORTS / "metrics.json"],
+        study=json.loads((REPORTS / "study/summary.json").read_text()),
     )
 
 
@@ -58,6 +59,18 @@ def test_one_parent_and_a_child_per_seed_with_every_number(default_cfg, store):
         assert [m.step for m in losses] == list(range(200))
     artifacts = [a.path for a in client.list_artifacts(parent_id)]
     assert "metrics.json" in artifacts
+    # The seed study: its numbers on the parent under study/, no run per study seed.
+    summary = json.loads((REPORTS / "study/summary.json").read_text())
+    assert parent["metrics.study/seeds"] == summary["seeds"] == 1000
+    assert parent["metrics.study/heldout_accuracy/ci95_low"] == (
+        summary["heldout_accuracy"]["ci95_low"]
+    )
+    assert parent["metrics.study/pair_gap/p_at_least_observed"] == (
+        summary["pair_gap"]["p_at_least_observed"]
+    )
+    assert parent["metrics.study/lesson_seeds/1/percentile"] == (
+        summary["lesson_seeds"]["1"]["percentile"]
+    )
 
 
 def test_the_same_state_is_logged_once(default_cfg, store):
