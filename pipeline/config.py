@@ -93,6 +93,7 @@ class PathsConfig:
     step_weights: str = "reports/step_weights.csv"
     study_seeds: str = "reports/study/seeds.parquet"
     study_summary: str = "reports/study/summary.json"
+    provenance: str = "reports/provenance"
     tracked_state: str = ".mlflow-state.json"
 
 

@@ -62,14 +62,17 @@ def test_one_parent_and_a_child_per_seed_with_every_number(default_cfg, store):
     # The seed study: its numbers on the parent under study/, no run per study seed.
     summary = json.loads((REPORTS / "study/summary.json").read_text())
     assert parent["metrics.study/seeds"] == summary["seeds"] == 1000
-    assert parent["metrics.study/heldout_accuracy/ci95_low"] == (
-        summary["heldout_accuracy"]["ci95_low"]
+    assert (
+        parent["metrics.study/heldout_accuracy/ci95_low"]
+        == (summary["heldout_accuracy"]["ci95_low"])
     )
-    assert parent["metrics.study/pair_gap/p_at_least_observed"] == (
-        summary["pair_gap"]["p_at_least_observed"]
+    assert (
+        parent["metrics.study/pair_gap/p_at_least_observed"]
+        == (summary["pair_gap"]["p_at_least_observed"])
     )
-    assert parent["metrics.study/lesson_seeds/1/percentile"] == (
-        summary["lesson_seeds"]["1"]["percentile"]
+    assert (
+        parent["metrics.study/lesson_seeds/1/percentile"]
+        == (summary["lesson_seeds"]["1"]["percentile"])
     )
 
 
@@ -210,3 +213,32 @@ def test_track_stage_does_not_import_torch():
     probe = "import sys, pipeline.stages.track; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.stdout.strip() == "False"
+
+
+def test_logged_run_reads_a_sqlite_store_without_mlflow(default_cfg, store, tmp_path):
+    from mlflow.tracking import MlflowClient
+
+    state = committed_state(default_cfg, store)
+    run_id, _ = tracking.log_state(state)
+    assert tracking.logged_run(store, "test", state.digest) == run_id
+    assert tracking.logged_run(store, "other-experiment", state.digest) is None
+    assert tracking.logged_run(store, "test", "0" * 64) is None
+    assert tracking.logged_run(f"sqlite:///{tmp_path / 'missing.db'}", "test", state.digest) is None
+    assert tracking.logged_run("http://127.0.0.1:1", "test", state.digest) is None
+    (tmp_path / "junk.db").write_text("not a database")
+    assert tracking.logged_run(f"sqlite:///{tmp_path / 'junk.db'}", "test", state.digest) is None
+    MlflowClient(store).delete_run(run_id)
+    assert tracking.logged_run(store, "test", state.digest) is None
+
+
+def test_track_stage_loads_neither_mlflow_nor_pandas_nor_torch_on_import():
+    """The track stage runs on every `dvc repro`; its no-op path must start fast
+    (the end-to-end test checks the whole no-op run)."""
+    import subprocess
+
+    probe = (
+        "import sys, pipeline.stages.track; "
+        "print(sorted(m for m in ('mlflow', 'pandas', 'torch') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.stdout.strip() == "[]", result.stderr

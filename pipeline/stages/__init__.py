@@ -8,8 +8,7 @@ import sys
 from collections.abc import Callable
 
 from pipeline import files
-from pipeline.config import Config
-from pipeline.errors import ConfigError, PipelineError
+from pipeline.errors import PipelineError
 
 
 class Stopped(KeyboardInterrupt):
@@ -52,12 +51,3 @@ def entry(main: Callable[[], None]) -> None:
     except KeyboardInterrupt as err:
         name = "SIGTERM" if isinstance(err, Stopped) else "SIGINT"
         _fail(f"error: stopped by {name}; no output is half-written", 128 + signal.Signals[name])
-
-
-def check_seeds(cfg: Config, seeds: list[int], path: str, stage: str) -> None:
-    """An upstream output made for other seeds than params.yaml names is stale."""
-    if seeds != list(cfg.train.seeds):
-        raise ConfigError(
-            f"train.seeds={list(cfg.train.seeds)} but {path} holds seeds {seeds}: "
-            f"rerun the {stage} stage"
-        )

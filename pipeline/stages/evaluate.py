@@ -5,11 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, frames, metrics, model
+from pipeline import data, frames, metrics, model, provenance
 from pipeline.config import Config, load_params
 from pipeline.files import read_json, read_parquet, write_csv, write_json
 from pipeline.report import text_tables
-from pipeline.stages import check_seeds, entry
+from pipeline.stages import entry
 from pipeline.train import device_and_dtype
 
 
@@ -56,13 +56,14 @@ def run(
 
 def main() -> None:
     cfg = load_params()
+    provenance.verify_inputs(cfg, "evaluate")
     frame = read_parquet(cfg.paths.sequences)
-    seeds, params = frames.params_from_frame(read_parquet(cfg.paths.parameters), cfg.model)
-    check_seeds(cfg, seeds, cfg.paths.parameters, "train")
+    _, params = frames.params_from_frame(read_parquet(cfg.paths.parameters), cfg.model)
     summary = read_json(cfg.paths.data_summary)
     document, table = run(cfg, frame, summary, params)
-    write_csv(cfg.paths.step_table, table)
-    write_json(cfg.paths.metrics, document)
+    with provenance.publishing(cfg, "evaluate"):
+        write_csv(cfg.paths.step_table, table)
+        write_json(cfg.paths.metrics, document)
     print(text_tables(document, table, cfg.eval.high_weight, cfg.eval.low_effect))
 
 

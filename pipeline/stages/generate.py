@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline import data
+from pipeline import data, provenance
 from pipeline.config import Config, load_params
 from pipeline.files import write_json, write_parquet
 from pipeline.stages import entry
@@ -18,8 +18,9 @@ def run(cfg: Config) -> tuple[pd.DataFrame, dict]:
 def main() -> None:
     cfg = load_params()
     frame, summary = run(cfg)
-    write_parquet(cfg.paths.sequences, frame)
-    write_json(cfg.paths.data_summary, summary)
+    with provenance.publishing(cfg, "generate"):
+        write_parquet(cfg.paths.sequences, frame)
+        write_json(cfg.paths.data_summary, summary)
 
 
 if __name__ == "__main__":

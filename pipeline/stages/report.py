@@ -8,9 +8,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from pipeline import figures, report, stats
+from pipeline import figures, provenance, report, stats
 from pipeline.config import Config, load_params
-from pipeline.errors import ConfigError
 from pipeline.files import (
     read_csv,
     read_json,
@@ -20,7 +19,7 @@ from pipeline.files import (
     write_text,
 )
 from pipeline.golden import is_lesson_config
-from pipeline.stages import check_seeds, entry
+from pipeline.stages import entry
 
 
 def run(
@@ -46,19 +45,6 @@ def run(
     return markdown, pngs, report.step_weights(steps)
 
 
-def check_study(cfg: Config, summary: dict, table: pd.DataFrame) -> None:
-    """A study made for another seed count or other lesson seeds is stale."""
-    seeds = list(range(1, cfg.study.seeds + 1))
-    check_seeds(
-        cfg, [int(seed) for seed in summary["lesson_seeds"]], cfg.paths.study_summary, "study"
-    )
-    if table["seed"].tolist() != seeds or summary["seeds"] != len(seeds):
-        raise ConfigError(
-            f"study.seeds={cfg.study.seeds} but {cfg.paths.study_seeds} holds "
-            f"{len(table)} seeds: rerun the study stage"
-        )
-
-
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
     """Each PNG atomically; then drop the per-seed PNGs of an earlier run whose seeds
     this one no longer has, since the outputs persist between runs."""
@@ -72,17 +58,16 @@ def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
 
 def main() -> None:
     cfg = load_params()
+    provenance.verify_inputs(cfg, "report")
     document = read_json(cfg.paths.metrics)
-    seeds = [int(seed) for seed in document["runs"]]
-    check_seeds(cfg, seeds, cfg.paths.metrics, "evaluate")
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)
     study = read_json(cfg.paths.study_summary), read_parquet(cfg.paths.study_seeds)
-    check_study(cfg, *study)
     markdown, pngs, step_weights = run(cfg, document, steps, curves, study)
-    write_figures(cfg.paths.figures, pngs)
-    write_csv(cfg.paths.step_weights, step_weights)
-    write_text(cfg.paths.report, markdown)
+    with provenance.publishing(cfg, "report"):
+        write_figures(cfg.paths.figures, pngs)
+        write_csv(cfg.paths.step_weights, step_weights)
+        write_text(cfg.paths.report, markdown)
 
 
 if __name__ == "__main__":

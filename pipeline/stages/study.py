@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pipeline import study
+from pipeline import provenance, study
 from pipeline.config import load_params
 from pipeline.files import read_parquet, write_json, write_parquet
 from pipeline.stages import entry
@@ -10,9 +10,11 @@ from pipeline.stages import entry
 
 def main() -> None:
     cfg = load_params()
+    provenance.verify_inputs(cfg, "study")
     table, summary = study.run(cfg, read_parquet(cfg.paths.sequences), study.show_progress())
-    write_parquet(cfg.paths.study_seeds, table)
-    write_json(cfg.paths.study_summary, summary)
+    with provenance.publishing(cfg, "study"):
+        write_parquet(cfg.paths.study_seeds, table)
+        write_json(cfg.paths.study_summary, summary)
     gap = summary["pair_gap"]
     print(
         f"{summary['seeds']} seeds: held-out accuracy mean "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline import tracking
+from pipeline import provenance, tracking
 from pipeline.config import PARAMS_FILE, Config, load_params
 from pipeline.files import read_csv, read_json, read_parquet, write_json
 from pipeline.stages import entry
@@ -45,6 +45,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
 
 def main() -> None:
     cfg = load_params()
+    provenance.verify_inputs(cfg, "track")
     if not cfg.tracking.enabled:
         print("tracking disabled (tracking.enabled=false)")
         write_json(cfg.paths.tracked_state, {"experiment": None, "state": None})

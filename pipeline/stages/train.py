@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, frames, model
+from pipeline import data, frames, model, provenance
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_csv, write_parquet
 from pipeline.stages import entry
@@ -37,11 +37,13 @@ def curves_frame(history: History, seeds: list[int]) -> pd.DataFrame:
 
 def main() -> None:
     cfg = load_params()
+    provenance.verify_inputs(cfg, "train")
     params, history = run(cfg, read_parquet(cfg.paths.sequences))
     table = frames.params_to_frame(params, cfg.train.seeds, cfg.model)
     table["device"] = resolve_device(cfg.train.device).type  # what track records
-    write_parquet(cfg.paths.parameters, table)
-    write_csv(cfg.paths.training_curves, curves_frame(history, cfg.train.seeds))
+    with provenance.publishing(cfg, "train"):
+        write_parquet(cfg.paths.parameters, table)
+        write_csv(cfg.paths.training_curves, curves_frame(history, cfg.train.seeds))
 
 
 if __name__ == "__main__":

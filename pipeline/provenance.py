@@ -1,0 +1,164 @@
+"""Provenance: which params made each stage's outputs, checked by every later stage.
+
+Each stage ends by writing a record, `<paths.provenance>/<stage>.json`, beside its
+outputs (a DVC out itself): the values of the params it lists in dvc.yaml, as
+it read them, and the sha256 of every output file. A stage that reads another
+stage's outputs first checks that stage's record against the params.yaml it
+reads now and against the bytes on disk. So outputs made from other params (a
+`dvc exp run -S` rewrote params.yaml during a `dvc repro`), half-published by a
+killed run, or edited by hand are refused with one line, never built upon.
+
+Plain YAML, JSON and hashlib only: the track stage runs this on every repro.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, to_container
+from pipeline.errors import ConfigError
+from pipeline.files import read_json, require, write_json
+
+PIPELINE_FILE = "dvc.yaml"
+
+
+def stages(root: Path = PROJECT_ROOT) -> dict[str, dict]:
+    return yaml.safe_load((root / PIPELINE_FILE).read_text())["stages"]
+
+
+def resolve(entry: str | dict, cfg: Config) -> str:
+    """A dvc.yaml deps/outs entry with its ${paths.*} filled in from the config."""
+    path = next(iter(entry)) if isinstance(entry, dict) else entry
+    for key, value in to_container(cfg)["paths"].items():
+        path = path.replace(f"${{paths.{key}}}", value)
+    return path
+
+
+def stage_params(cfg: Config, stage: str, root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """The params a stage lists in dvc.yaml, flattened to dotted keys."""
+    tree = to_container(cfg)
+    values: dict[str, Any] = {}
+    for name in stages(root)[stage].get("params", []):
+        node: Any = tree
+        for part in name.split("."):
+            node = node[part]
+        values.update(flatten(node, name))
+    return values
+
+
+def flatten(node: Any, prefix: str) -> dict[str, Any]:
+    if not isinstance(node, dict):
+        return {prefix: node}
+    flat: dict[str, Any] = {}
+    for key, value in node.items():
+        flat.update(flatten(value, f"{prefix}.{key}"))
+    return flat
+
+
+def output_files(cfg: Config, stage: str, root: Path = PROJECT_ROOT) -> list[str]:
+    """Every file a stage writes (directories expanded), its own record excluded."""
+    spec = stages(root)[stage]
+    entries = [*spec.get("outs", []), *spec.get("metrics", []), *spec.get("plots", [])]
+    files: list[str] = []
+    for entry in entries:
+        path = Path(resolve(entry, cfg))
+        if path == record_path(cfg, stage):
+            continue
+        files += (
+            sorted(p.as_posix() for p in path.rglob("*") if p.is_file())
+            if path.is_dir()
+            else [path.as_posix()]
+        )
+    return files
+
+
+def record_path(cfg: Config, stage: str) -> Path:
+    return Path(cfg.paths.provenance) / f"{stage}.json"
+
+
+def sha256(path: str | Path) -> str:
+    return hashlib.sha256(require(Path(path)).read_bytes()).hexdigest()
+
+
+def changed_keys(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """`key old→new` for every recorded key whose value differs now."""
+    return [
+        f"{key} {json.dumps(old)}→{json.dumps(current.get(key))}"
+        for key, old in recorded.items()
+        if current.get(key) != old
+    ]
+
+
+def check_params_unchanged(cfg: Config, stage: str) -> None:
+    """Refuse to publish when params.yaml changed under a running stage (e.g. a
+    concurrent `dvc exp run -S`): DVC would record the new values in dvc.lock."""
+    from pipeline.config import load_params
+
+    now = load_params(Path.cwd() / PARAMS_FILE)
+    changes = changed_keys(stage_params(cfg, stage), stage_params(now, stage))
+    if changes:
+        raise ConfigError(
+            f"params.yaml changed while the {stage} stage ran ({'; '.join(changes)}): "
+            "not publishing outputs made from the old values; rerun `dvc repro`"
+        )
+
+
+@contextmanager
+def publishing(cfg: Config, stage: str) -> Iterator[None]:
+    """Around a stage's writes: params.yaml is checked before the first output is
+    published, and the record is written after the last (checked again)."""
+    check_params_unchanged(cfg, stage)
+    yield
+    write_record(cfg, stage)
+
+
+def write_record(cfg: Config, stage: str) -> None:
+    """The stage's record, written last, after every output is in place."""
+    check_params_unchanged(cfg, stage)
+    document = {
+        "stage": stage,
+        "params": stage_params(cfg, stage),
+        "outputs": {path: sha256(path) for path in output_files(cfg, stage)},
+    }
+    write_json(record_path(cfg, stage), document)
+
+
+def upstream(cfg: Config, stage: str, root: Path = PROJECT_ROOT) -> dict[str, list[str]]:
+    """{upstream stage: the files of its outputs that `stage` lists as deps}."""
+    spec = stages(root)
+    deps = {Path(resolve(dep, cfg)) for dep in spec[stage].get("deps", [])}
+    found: dict[str, list[str]] = {}
+    for name in spec:
+        if name == stage:
+            continue
+        for path in output_files(cfg, name, root):
+            if Path(path) in deps or any(dep in Path(path).parents for dep in deps):
+                found.setdefault(name, []).append(path)
+    return found
+
+
+def verify_inputs(cfg: Config, stage: str) -> None:
+    """Refuse upstream outputs made from other params, or not the bytes their stage
+    recorded. One line naming the file, the keys that changed, and what to run."""
+    for name, paths in upstream(cfg, stage).items():
+        record = read_json(record_path(cfg, name))
+        changes = changed_keys(record["params"], stage_params(cfg, name))
+        if changes:
+            raise ConfigError(
+                f"{paths[0]} was made by the {name} stage from other params than "
+                f"params.yaml holds ({'; '.join(changes)}; params.yaml changed during or "
+                f"after that run): rerun `dvc repro --force -s {name}`, then `dvc repro`"
+            )
+        for path in paths:
+            if path not in record["outputs"] or sha256(path) != record["outputs"][path]:
+                raise ConfigError(
+                    f"{path} is not what the {name} stage last recorded (changed since, or "
+                    f"half-published by a killed run): rerun `dvc repro --force -s {name}`"
+                )
