@@ -21,6 +21,9 @@ import pytest
 from tests.conftest import STAGE_OUTPUTS, assert_golden, clone_project
 
 pytestmark = pytest.mark.slow
+# The issue's budget for a no-op `dvc repro` is 3 s on the project's 2-core
+# machines; NOOP_BUDGET_FACTOR widens it on a slower or busy machine.
+NOOP_BUDGET_FACTOR = float(os.environ.get("NOOP_BUDGET_FACTOR", "1"))
 
 OUTPUTS = [
     *STAGE_OUTPUTS,
@@ -97,8 +100,9 @@ def test_repro_logs_one_parent_and_a_child_per_seed(repo):
         assert len(client.get_metric_history(run_id, "train_loss_curve")) == 200
     # The seed study: summary on the parent, per-seed table as an artifact, no child per seed.
     summary = json.loads((repo / "reports/study/summary.json").read_text())
-    assert parents.iloc[0]["metrics.study/pair_gap/p_at_least_observed"] == (
-        summary["pair_gap"]["p_at_least_observed"]
+    assert (
+        parents.iloc[0]["metrics.study/pair_gap/p_at_least_observed"]
+        == (summary["pair_gap"]["p_at_least_observed"])
     )
     artifacts = {a.path for a in client.list_artifacts(parents.iloc[0]["run_id"])}
     assert {"summary.json", "seeds.parquet"} <= artifacts
@@ -107,9 +111,28 @@ def test_repro_logs_one_parent_and_a_child_per_seed(repo):
 def test_second_repro_is_a_noop(repo):
     start = time.perf_counter()
     result = dvc(repo, "repro")
-    print(f"no-op dvc repro: {time.perf_counter() - start:.2f} s")
-    assert "Data and pipelines are up to date" in result.stdout
-    assert ran_stages(result.stdout) == set()
+    seconds = time.perf_counter() - start
+    print(f"no-op dvc repro: {seconds:.2f} s")
+    # track always runs (the store may have lost the state); here it finds it.
+    assert ran_stages(result.stdout) == {"track"}
+    assert "already logged: run " in result.stdout
+    assert seconds < 3 * NOOP_BUDGET_FACTOR, f"no-op dvc repro took {seconds:.2f} s"
+    probe = (
+        "import sys\nfrom pipeline.stages import track\ntrack.main()\n"
+        "print(sorted(m for m in ('mlflow', 'pandas', 'torch') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True)
+    assert result.stdout.splitlines()[-1] == "[]", result.stdout + result.stderr
+
+
+def test_deleted_store_gets_the_state_again(repo):
+    """Issue 10: after `rm mlflow.db` the next `dvc repro` logs the state again."""
+    (repo / "mlflow.db").unlink()
+    result = dvc(repo, "repro")
+    assert ran_stages(result.stdout) == {"track"}
+    assert "\nlogged: run " in result.stdout
+    parents, children = parent_runs(repo)
+    assert len(parents) == 1 and len(children) == 2
 
 
 def test_force_repro_gives_the_same_bytes(repo):
@@ -137,10 +160,34 @@ def test_train_change_reruns_train_and_evaluate(repo):
 def test_invalid_value_via_exp_run_names_the_key_and_keeps_outputs(repo):
     before = digests(repo)
     result = dvc(repo, "exp", "run", "-S", "train.lr=-1", check=False)
-    assert result.returncode != 0
-    assert "invalid config value train.lr=-1" in result.stdout + result.stderr
-    subprocess.run(["git", "checkout", "params.yaml"], cwd=repo, check=True)
+    assert result.returncode == 255  # DVC's own exit code; the stage itself exits 1
+    output = result.stdout + result.stderr
+    assert "invalid config value train.lr=-1" in output
+    # The rejected value stays in params.yaml; the error says how to restore it.
+    assert "lr: -1" in (repo / "params.yaml").read_text()
+    assert "`python -m pipeline.params` restores params.yaml from conf/" in output
+    restore = subprocess.run([sys.executable, "-m", "pipeline.params"], cwd=repo)
+    assert restore.returncode == 0
+    assert subprocess.run(["git", "diff", "--quiet", "params.yaml"], cwd=repo).returncode == 0
     assert digests(repo) == before
+
+
+def test_paths_outside_the_project_are_refused(repo, tmp_path):
+    """Issue 10: `-S paths.*` could overwrite, then delete, a file outside the project."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("not yours\n")
+    lock = (repo / "dvc.lock").read_text()
+    for override, key in (
+        (f"paths.tracked_state={victim}", "paths.tracked_state"),
+        ("paths.metrics=../outside.json", "paths.metrics"),
+    ):
+        result = dvc(repo, "exp", "run", "-S", override, check=False)
+        assert result.returncode != 0
+        assert f"invalid config value {key}=" in result.stdout + result.stderr
+        subprocess.run([sys.executable, "-m", "pipeline.params"], cwd=repo, check=True)
+    assert victim.read_text() == "not yours\n"
+    assert not (repo.parent / "outside.json").exists()
+    assert (repo / "dvc.lock").read_text() == lock
 
 
 def test_exp_run_set_param_composes_conf(repo):

@@ -16,11 +16,19 @@ import pytest
 from PIL import Image
 
 from pipeline import figures, golden, reading, study
-from pipeline.config import PROJECT_ROOT, ConfigError, EvalConfig, PathsConfig, TrackingConfig
+from pipeline.config import (
+    PROJECT_ROOT,
+    ConfigError,
+    EvalConfig,
+    PathsConfig,
+    TrackingConfig,
+    compose,
+    validate,
+)
 from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
 from pipeline.stages import report as report_stage
-from tests.conftest import run_stage, small_overrides
+from tests.conftest import run_stage, small_overrides, write_records
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTIONS = [
@@ -81,6 +89,7 @@ def workdir(tmp_path, monkeypatch, small_lesson, small_study) -> Path:
     steps.to_csv(tmp_path / "reports/steps.csv", index=False)
     curves.to_csv(tmp_path / "reports/training.csv", index=False)
     monkeypatch.chdir(tmp_path)
+    write_records(validate(compose(small_overrides())), ["train", "evaluate", "study"])
     return tmp_path
 
 
@@ -232,7 +241,9 @@ def test_reading_follows_baseline_high_weight_and_gap():
 def test_stage_refuses_metrics_of_other_seeds(workdir):
     params = workdir / "params.yaml"
     params.write_text(params.read_text().replace("  - 2\n", "  - 3\n", 1))
-    with pytest.raises(ConfigError, match="rerun the evaluate stage"):
+    with pytest.raises(
+        ConfigError, match=r"made by the train stage .* \(train.seeds \[1, 2\]→\[1, 3\]"
+    ):
         report_stage.main()
 
 
@@ -240,7 +251,9 @@ def test_missing_input_is_a_clear_error(tmp_path):
     (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
     result = run_stage("report", tmp_path)
     assert result.returncode == 1
-    assert result.stderr == "error: missing reports/metrics.json: run `dvc repro` first\n"
+    assert result.stderr == (
+        "error: missing reports/provenance/train.json: run `dvc repro` first\n"
+    )
 
 
 def test_only_the_figures_module_imports_matplotlib():
@@ -280,5 +293,5 @@ def test_study_reading_says_what_each_number_measures():
 def test_stage_refuses_a_study_of_another_size(workdir):
     params = workdir / "params.yaml"
     params.write_text(params.read_text().replace("seeds: 4", "seeds: 5"))
-    with pytest.raises(ConfigError, match="study.seeds=5 but .* holds 4 seeds"):
+    with pytest.raises(ConfigError, match="made by the study stage .*study.seeds 4→5"):
         report_stage.main()

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Regenerate requirements.lock from pyproject.toml (and its dev extra) for
+# Linux x86_64 and CPython 3.11: every package pinned, with sha256 hashes.
+#
+# torch itself is left out: requirements-torch.txt pins its version without a
+# hash, so that each user installs the build that fits (CUDA from PyPI, or the
+# CPU build). Its dependencies are resolved from the CPU build's metadata, so
+# the lock carries no CUDA-only package; a CUDA build brings those itself.
+#
+#   pip install uv && bash scripts/lock.sh            # keep pins, add what is new
+#   bash scripts/lock.sh --upgrade                    # move every pin to the newest
+#
+# Where the CPU build of torch comes from: TORCH_CPU_SOURCE (uv options), by
+# default the PyTorch CPU index; a machine with a local wheel directory can use
+# TORCH_CPU_SOURCE="--find-links /path/to/wheels".
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+torch=$(sed -n 's/^torch==//p' requirements-torch.txt)
+source_opts=${TORCH_CPU_SOURCE:-"--extra-index-url https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match"}
+constraint=$(mktemp)
+trap 'rm -f "$constraint"' EXIT
+echo "torch==${torch}+cpu" >"$constraint"
+
+# shellcheck disable=SC2086  # source_opts holds several options
+uv pip compile pyproject.toml --extra dev \
+    --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+    --generate-hashes --no-emit-package torch \
+    --constraint "$constraint" $source_opts \
+    --custom-compile-command "bash scripts/lock.sh" \
+    --output-file requirements.lock "$@"

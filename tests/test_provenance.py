@@ -1,0 +1,111 @@
+"""Provenance: a stage refuses inputs made from other params, or not the bytes their
+stage recorded, and refuses to publish when params.yaml changes under it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pipeline import provenance
+from pipeline.config import load_params
+from pipeline.errors import ConfigError
+from pipeline.params import composed_yaml
+from pipeline.stages import evaluate, generate, report, study, train
+from tests.conftest import small_overrides
+
+STAGES = [generate, train, evaluate, study, report]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Path:
+    """The small config's generate..report outputs and records, made once."""
+    root = tmp_path_factory.mktemp("built")
+    (root / "params.yaml").write_text(composed_yaml(small_overrides()))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        for stage in STAGES:
+            stage.main()
+    return root
+
+
+@pytest.fixture
+def workdir(built, tmp_path, monkeypatch) -> Path:
+    for path in built.rglob("*"):
+        if path.is_file():
+            (tmp_path / path.relative_to(built)).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / path.relative_to(built)).write_bytes(path.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def outputs(root: Path) -> dict[str, bytes]:
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in files}
+
+
+def set_param(root: Path, old: str, new: str) -> None:
+    params = root / "params.yaml"
+    assert old in params.read_text()
+    params.write_text(params.read_text().replace(old, new, 1))
+
+
+def test_each_record_names_the_stage_params_and_hashes_every_output(workdir):
+    cfg = load_params()
+    record = json.loads((workdir / "reports/provenance/train.json").read_text())
+    assert record["params"]["train.lr"] == 0.6 and record["params"]["data.seed"] == 20260218
+    assert set(record["params"]) == set(provenance.stage_params(cfg, "train"))
+    assert sorted(record["outputs"]) == ["models/parameters.parquet", "reports/training.csv"]
+    figures = json.loads((workdir / "reports/provenance/report.json").read_text())["outputs"]
+    assert "reports/figures/study_pair_gaps.png" in figures and "reports/report.md" in figures
+    for path, digest in {**record["outputs"], **figures}.items():
+        assert provenance.sha256(path) == digest
+
+
+def test_outputs_of_other_params_are_refused_downstream(workdir):
+    """What a concurrent `dvc exp run -S train.lr=0.45` did to a running repro: the
+    models were trained at 0.6, params.yaml now says 0.45."""
+    before = outputs(workdir)
+    set_param(workdir, "lr: 0.6", "lr: 0.45")
+    with pytest.raises(ConfigError) as caught:
+        evaluate.main()
+    message = str(caught.value)
+    assert "models/parameters.parquet was made by the train stage" in message
+    assert "(train.lr 0.6→0.45;" in message and "\n" not in message
+    with pytest.raises(ConfigError, match=r"made by the train stage .*train.lr 0.6→0.45"):
+        report.main()
+    changed = {k for k, v in outputs(workdir).items() if before.get(k) != v}
+    assert changed == {"params.yaml"}
+
+
+def test_a_hand_edited_or_half_published_output_is_refused(workdir):
+    metrics = workdir / "reports/metrics.json"
+    metrics.write_text(metrics.read_text().replace('"sequences": 120', '"sequences": 121'))
+    with pytest.raises(ConfigError, match="reports/metrics.json is not what the evaluate stage"):
+        report.main()
+
+
+def test_a_stage_does_not_publish_when_params_change_under_it(workdir, monkeypatch):
+    before = outputs(workdir)
+    real_run = train.run
+
+    def run_while_params_change(cfg, frame):
+        result = real_run(cfg, frame)
+        set_param(workdir, "epochs: 30", "epochs: 31")  # e.g. `dvc exp run -S` meanwhile
+        return result
+
+    monkeypatch.setattr(train, "run", run_while_params_change)
+    with pytest.raises(ConfigError) as caught:
+        train.main()
+    assert str(caught.value).startswith(
+        "params.yaml changed while the train stage ran (train.epochs 30→31)"
+    )
+    changed = {k for k, v in outputs(workdir).items() if before.get(k) != v}
+    assert changed == {"params.yaml"}
+
+
+def test_unchanged_inputs_pass_and_rerunning_gives_the_same_records(workdir, built):
+    evaluate.main()
+    report.main()
+    assert outputs(workdir) == outputs(built)
