@@ -190,6 +190,43 @@ def test_paths_outside_the_project_are_refused(repo, tmp_path):
     assert (repo / "dvc.lock").read_text() == lock
 
 
+def test_a_concurrent_exp_run_cannot_mislabel_a_running_repro(repo):
+    """Issue 10: `dvc exp run -S train.lr=0.45` during `dvc repro --force` rewrote
+    params.yaml; the repro then recorded lr 0.45 beside lr 0.6 numbers, in dvc.lock,
+    report.md and MLflow. Provenance makes the repro fail instead."""
+    subprocess.run([sys.executable, "-m", "pipeline.params"], cwd=repo, check=True)
+    dvc(repo, "repro")
+    lesson_outputs = ["reports/metrics.json", "reports/report.md", "models/parameters.parquet"]
+    before = {name: (repo / name).read_bytes() for name in lesson_outputs}
+    repro = subprocess.Popen(
+        ["dvc", "repro", "--force"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    output = []
+    for line in repro.stdout:
+        output.append(line)
+        if line.startswith("Running stage 'study'"):
+            break
+    busy = dvc(repo, "exp", "run", "-S", "train.lr=0.45", check=False)
+    assert busy.returncode != 0
+    if "lr: 0.45" not in (repo / "params.yaml").read_text():
+        set_param(repo, "lr: 0.6", "lr: 0.45")  # what DVC did in the report; keep the race
+    output += repro.stdout.readlines()
+    repro.wait(timeout=600)
+    text = "".join(output)
+    assert repro.returncode != 0, text
+    assert "train.lr 0.6→0.45" in text, text
+    assert {name: (repo / name).read_bytes() for name in lesson_outputs} == before
+    parents, _ = parent_runs(repo)
+    assert "0.45" not in set(parents["params.train.lr"]), "a mislabelled state was logged"
+    subprocess.run([sys.executable, "-m", "pipeline.params"], cwd=repo, check=True)
+    dvc(repo, "repro")
+    assert_golden(json.loads((repo / "reports/metrics.json").read_text()))
+
+
 def test_exp_run_set_param_composes_conf(repo):
     dvc(repo, "exp", "run", "-S", "train.epochs=400", "-S", "train.lr=0.3")
     params = (repo / "params.yaml").read_text()

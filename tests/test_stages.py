@@ -81,7 +81,10 @@ def test_bad_params_value_stops_the_stage_and_keeps_outputs(workdir):
 def test_missing_input_is_a_clear_error(workdir):
     result = run_stage("train", workdir)
     assert result.returncode == 1
-    assert "missing data/sequences.parquet" in result.stderr
+    # The first thing a stage reads: the record of the stage whose outputs it uses.
+    assert (
+        result.stderr == "error: missing reports/provenance/generate.json: run `dvc repro` first\n"
+    )
 
 
 def test_divergence_stops_training_without_writing(workdir):

@@ -45,11 +45,11 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
 
 def main() -> None:
     cfg = load_params()
-    provenance.verify_inputs(cfg, "track")
     if not cfg.tracking.enabled:
         print("tracking disabled (tracking.enabled=false)")
         write_json(cfg.paths.tracked_state, {"experiment": None, "state": None})
         return
+    provenance.verify_inputs(cfg, "track")
     root, uri = Path.cwd(), tracking.store_uri(cfg.tracking)
     hashes = tracking.lock_hashes(root / "dvc.lock", cfg)
     study = read_json(cfg.paths.study_summary)
