@@ -42,9 +42,10 @@ from captum.attr import InputXGradient, IntegratedGradients, Saliency
 from pipeline.metrics import ablation_effects
 from pipeline.model import Params, forward, probability, project, value_direction
 
-# Gauss-Legendre nodes of IntegratedGradients (captum's default rule). The path
-# integrand P(alpha x) is smooth, so 50 nodes leave the completeness error at the
-# level of captum's float32 step sizes (~1e-7 of P), far below any metric's scale.
+# Gauss-Legendre nodes of IntegratedGradients (captum's default rule and count).
+# Largest completeness error |sum IG - (P(x) - P(0))| over the 180 held-out
+# examples: 5.6e-9 for the lesson's runs; on 128 study runs 6.1e-9 with 50 nodes,
+# 6.9e-6 with 32, 2.8e-4 with 24. IG is about half of the battery's time.
 IG_STEPS = 50
 
 Explainer = Callable[[Params, torch.Tensor], torch.Tensor]
