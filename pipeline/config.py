@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -74,6 +74,14 @@ class StudyConfig:
 
 
 @dataclass
+class FaithfulnessConfig:
+    """The explainer battery (pipeline.faithfulness)."""
+
+    ig_steps: int = 50  # Gauss-Legendre nodes of integrated gradients
+    order_seed: int = 0  # the random-order baseline's noise, with each run's seed
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -94,6 +102,9 @@ class PathsConfig:
     study_seeds: str = "reports/study/seeds.parquet"
     study_summary: str = "reports/study/summary.json"
     provenance: str = "reports/provenance"
+    faithfulness: str = "reports/faithfulness.json"
+    study_faithfulness: str = "reports/study/faithfulness.json"
+    study_faithfulness_seeds: str = "reports/study/faithfulness.parquet"
     tracked_state: str = ".mlflow-state.json"
 
 
@@ -104,6 +115,7 @@ class Config:
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)
     study: StudyConfig = field(default_factory=StudyConfig)
+    faithfulness: FaithfulnessConfig = field(default_factory=FaithfulnessConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
 
@@ -201,6 +213,14 @@ def _check_values(cfg: Config) -> None:
     _check(study.seeds >= 2, "study.seeds", "must be an integer >= 2", study.seeds)
     _check(study.bootstrap >= 1, "study.bootstrap", "must be an integer >= 1", study.bootstrap)
     _check(study.chunk >= 1, "study.chunk", "must be an integer >= 1", study.chunk)
+    faith = cfg.faithfulness
+    _check(faith.ig_steps >= 1, "faithfulness.ig_steps", "must be an integer >= 1", faith.ig_steps)
+    _check(
+        faith.order_seed >= 0,
+        "faithfulness.order_seed",
+        "must be an integer >= 0",
+        faith.order_seed,
+    )
     experiment = cfg.tracking.experiment
     _check(bool(experiment.strip()), "tracking.experiment", "must be a non-empty name", experiment)
 
@@ -298,4 +318,6 @@ def _rejected_value_hint(path: Path) -> str:
 
 
 def to_container(cfg: Config) -> dict:
-    return OmegaConf.to_container(OmegaConf.structured(cfg))  # type: ignore[return-value]
+    """The config as plain dicts and lists (what OmegaConf.to_container gives for a
+    structured config, ~100x faster: the track stage's no-op path calls it often)."""
+    return asdict(cfg)

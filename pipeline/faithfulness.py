@@ -296,3 +296,60 @@ def battery(
         }
         for i, seed in enumerate(seeds)
     }
+
+
+# --- over the seeds of the study ------------------------------------------------------------
+
+# Which way is better, per metric: what "ranks first" means.
+HIGHER_IS_BETTER = {
+    "tau_loo": True,
+    "aopc_comprehensiveness": True,
+    "aopc_sufficiency": False,
+    "flips_to_decision": False,
+    "hit_at_1": True,
+    "marked_rank": False,
+    "auprc": True,
+}
+
+
+def first_shares(table: dict[str, dict[str, torch.Tensor]], rows: list[str]) -> dict:
+    """{row: {metric: share of runs on which the row is the best of `rows`}}.
+
+    Ties count for every tied row (so shares may add up to more than 1).
+    """
+    shares: dict[str, dict[str, float]] = {row: {} for row in rows}
+    for metric, higher in HIGHER_IS_BETTER.items():
+        values = torch.stack([table[row][metric] for row in rows])  # (E, S)
+        best = values.amax(0) if higher else values.amin(0)
+        firsts = (values == best).to(torch.float64).mean(1)
+        for row, share in zip(rows, firsts.tolist(), strict=True):
+            shares[row][metric] = share
+    return shares
+
+
+def study_summary(
+    table: dict[str, dict[str, torch.Tensor]], resamples: int, bootstrap_seed: int
+) -> dict:
+    """Per row and metric over S runs: the mean, a 95% interval of it (bootstrap over
+    runs: each run's number is already a mean over held-out examples), and the
+    share of runs on which the explainer ranks first among the explainers (the
+    random baseline is reported but does not compete)."""
+    from pipeline import stats
+
+    rows = list(table)
+    runs = len(next(iter(table[rows[0]].values())))
+    generator = torch.Generator().manual_seed(bootstrap_seed)
+    counts = stats.resample_counts(runs, resamples, generator)
+    explainers = [row for row in rows if row != RANDOM]
+    firsts = first_shares(table, explainers)
+    summary: dict = {"seeds": runs, "explainers": {}}
+    for row in rows:
+        entry = {}
+        for metric, values in table[row].items():
+            values = values.to(torch.float64).cpu()
+            low, high = stats.interval(counts @ values / runs)
+            entry[metric] = {"mean": float(values.mean()), "ci95_low": low, "ci95_high": high}
+            if row in firsts:
+                entry[metric]["share_first"] = firsts[row][metric]
+        summary["explainers"][row] = entry
+    return summary

@@ -1,0 +1,92 @@
+"""Stage faithfulness: the explainer battery for the lesson's runs and the study's.
+
+Writes reports/faithfulness.json (per train.seeds run, every explainer and
+metric), and for every study run the per-run numbers (a DVC-cached parquet) and
+their summary (reports/study/faithfulness.json).
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+import torch
+
+from pipeline import data, faithfulness, frames, provenance
+from pipeline.config import Config, load_params
+from pipeline.files import read_parquet, write_json, write_parquet
+from pipeline.stages import entry
+from pipeline.train import device_and_dtype
+
+
+def heldout(cfg: Config, frame: pd.DataFrame) -> tuple[torch.Tensor, ...]:
+    device, dtype = device_and_dtype(cfg.train)
+    tensors = frames.features(data.split_frame(frame, "heldout"), cfg.data.steps, dtype)
+    return tuple(t.to(device) for t in tensors)
+
+
+def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict:
+    """{explainer: {metric: (S,)}} for the runs of a parameter table (one row per seed)."""
+    device, dtype = device_and_dtype(cfg.train)
+    seeds, params = frames.params_from_frame(table, cfg.model, dtype)
+    inputs, _, marked = heldout(cfg, frame)
+    return faithfulness.battery_tensors(
+        params.map(lambda t: t.to(device)),
+        inputs,
+        marked,
+        seeds,
+        n_steps=cfg.faithfulness.ig_steps,
+        order_seed=cfg.faithfulness.order_seed,
+    )
+
+
+def per_run(seeds: list[int], table: dict) -> dict:
+    """The faithfulness.json shape: {"runs": {"<seed>": {explainer: {metric: float}}}}."""
+    columns = {row: {m: v.tolist() for m, v in metrics.items()} for row, metrics in table.items()}
+    return {
+        "runs": {
+            str(seed): {
+                row: {metric: values[i] for metric, values in metrics.items()}
+                for row, metrics in columns.items()
+            }
+            for i, seed in enumerate(seeds)
+        }
+    }
+
+
+def long_frame(seeds: list[int], table: dict) -> pd.DataFrame:
+    """One row per (seed, explainer): every metric."""
+    parts = [
+        pd.DataFrame(
+            {"seed": seeds, "explainer": row, **{m: v.cpu().numpy() for m, v in metrics.items()}}
+        )
+        for row, metrics in table.items()
+    ]
+    return pd.concat(parts, ignore_index=True)
+
+
+def run(cfg: Config, frame: pd.DataFrame, lesson: pd.DataFrame, study: pd.DataFrame):
+    lesson_table = battery_table(cfg, frame, lesson)
+    study_table = battery_table(cfg, frame, study)
+    study_seeds = study["seed"].tolist()
+    summary = faithfulness.study_summary(study_table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
+    return (
+        per_run(lesson["seed"].tolist(), lesson_table),
+        long_frame(study_seeds, study_table),
+        summary,
+    )
+
+
+def main() -> None:
+    cfg = load_params()
+    provenance.verify_inputs(cfg, "faithfulness")
+    frame = read_parquet(cfg.paths.sequences)
+    lesson = read_parquet(cfg.paths.parameters)
+    study = read_parquet(cfg.paths.study_seeds)
+    document, seeds_frame, summary = run(cfg, frame, lesson, study)
+    with provenance.publishing(cfg, "faithfulness"):
+        write_json(cfg.paths.faithfulness, document)
+        write_parquet(cfg.paths.study_faithfulness_seeds, seeds_frame)
+        write_json(cfg.paths.study_faithfulness, summary)
+
+
+if __name__ == "__main__":
+    entry(main)
