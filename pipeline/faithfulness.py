@@ -312,13 +312,20 @@ HIGHER_IS_BETTER = {
 }
 
 
-def first_shares(table: dict[str, dict[str, torch.Tensor]], rows: list[str]) -> dict:
-    """{row: {metric: share of runs on which the row is the best of `rows`}}.
+def competitors(rows: list[str], metric: str) -> list[str]:
+    """The rows that compete for first place on `metric`: not the random baseline, and
+    for tau_loo not loo itself, the reference (tau 1 by construction)."""
+    return [r for r in rows if r != RANDOM and not (metric == "tau_loo" and r == "loo")]
+
+
+def first_shares(table: dict[str, dict[str, torch.Tensor]]) -> dict:
+    """{row: {metric: share of runs on which the row is the best of its competitors}}.
 
     Ties count for every tied row (so shares may add up to more than 1).
     """
-    shares: dict[str, dict[str, float]] = {row: {} for row in rows}
+    shares: dict[str, dict[str, float]] = {row: {} for row in table}
     for metric, higher in HIGHER_IS_BETTER.items():
+        rows = competitors(list(table), metric)
         values = torch.stack([table[row][metric] for row in rows])  # (E, S)
         best = values.amax(0) if higher else values.amin(0)
         firsts = (values == best).to(torch.float64).mean(1)
@@ -332,16 +339,15 @@ def study_summary(
 ) -> dict:
     """Per row and metric over S runs: the mean, a 95% interval of it (bootstrap over
     runs: each run's number is already a mean over held-out examples), and the
-    share of runs on which the explainer ranks first among the explainers (the
-    random baseline is reported but does not compete)."""
+    share of runs on which the explainer ranks first (`competitors`: the random
+    baseline is reported but does not compete, nor loo on tau_loo)."""
     from pipeline import stats
 
     rows = list(table)
     runs = len(next(iter(table[rows[0]].values())))
     generator = torch.Generator().manual_seed(bootstrap_seed)
     counts = stats.resample_counts(runs, resamples, generator)
-    explainers = [row for row in rows if row != RANDOM]
-    firsts = first_shares(table, explainers)
+    firsts = first_shares(table)
     summary: dict = {"seeds": runs, "explainers": {}}
     for row in rows:
         entry = {}
@@ -349,7 +355,7 @@ def study_summary(
             values = values.to(torch.float64).cpu()
             low, high = stats.interval(counts @ values / runs)
             entry[metric] = {"mean": float(values.mean()), "ci95_low": low, "ci95_high": high}
-            if row in firsts:
+            if metric in firsts[row]:
                 entry[metric]["share_first"] = firsts[row][metric]
         summary["explainers"][row] = entry
     return summary

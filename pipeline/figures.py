@@ -271,6 +271,50 @@ def study_figures(
     ]
 
 
+def tau_against_hit(figure: Figure, seeds_frame: pd.DataFrame, lesson: list[int]) -> None:
+    """tau_loo against hit@1, one panel per explainer, one point per study run: where
+    faithfulness to the ablation and finding the marked step part ways."""
+    explainers = [name for name in seeds_frame["explainer"].unique() if name != "random"]
+    columns = 3
+    rows = -(-len(explainers) // columns)
+    axes = figure.subplots(rows, columns, sharex=True, sharey=True, squeeze=False).reshape(-1)
+    for ax, name in zip(axes, explainers, strict=False):
+        runs = seeds_frame[seeds_frame["explainer"] == name]
+        ax.scatter(runs["tau_loo"], runs["hit_at_1"], s=5, c="0.5", alpha=0.5)
+        for i, seed in enumerate(lesson):
+            row = runs[runs["seed"] == seed]
+            ax.scatter(
+                row["tau_loo"],
+                row["hit_at_1"],
+                s=60,
+                facecolors="none",
+                edgecolors=f"C{i + 1}",
+                linewidths=1.5,
+                label=f"run {seed}",
+            )
+        ax.set_title(name, fontsize="medium")
+        ax.set(xlim=(-1.05, 1.05), ylim=(-0.05, 1.05))
+    for ax in axes[len(explainers) :]:
+        ax.set_visible(False)
+    for ax in axes[::columns]:
+        ax.set_ylabel("hit@1 (marked step on top)")
+    for ax in axes[-columns:]:
+        ax.set_xlabel("tau_loo (order vs ablation)")
+    if lesson:
+        axes[0].legend(loc="lower left", fontsize="small")
+
+
+def faithfulness_figures(seeds_frame: pd.DataFrame, lesson: list[int]) -> list[Rendered]:
+    return [
+        Rendered(
+            "faithfulness",
+            "tau_loo against hit@1 per explainer, one point per study run",
+            "faithfulness_tau_vs_hit.png",
+            render(partial(tau_against_hit, seeds_frame=seeds_frame, lesson=lesson), (10, 6.4)),
+        )
+    ]
+
+
 def gap_history(figure: Figure, versions: list[str], gaps: list[float]) -> None:
     """The run-to-run gap of each recorded version, oldest first."""
     ax = figure.subplots()

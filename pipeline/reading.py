@@ -5,6 +5,7 @@ Each sentence picks its words by a named threshold and always prints the number.
 
 from __future__ import annotations
 
+from pipeline.faithfulness import competitors
 from pipeline.golden import golden_mismatches
 
 # Thresholds of the plain-language reading. Rough on purpose: they pick a word,
@@ -220,3 +221,94 @@ def study_reading(summary: dict, table) -> str:
         "explain some seeds and not others."
     )
     return " ".join(sentences)
+
+
+# --- the faithfulness battery ---
+
+METRIC_MEANINGS = {
+    "tau_loo": "Kendall tau_b between the explainer's step scores and the leave-one-out "
+    "effects over all steps (higher: it orders every step as removal does)",
+    "aopc_comprehensiveness": "mean drop of P(predicted class) when the explainer's top 1..T-1 "
+    "steps are removed (higher: its top steps carry the prediction)",
+    "aopc_sufficiency": "mean drop of P(predicted class) when only its top 1..T-1 steps are "
+    "kept (lower: its top steps suffice)",
+    "flips_to_decision": "steps removed in its order until the predicted class flips, T if "
+    "never (lower: it finds the decisive steps sooner)",
+    "hit_at_1": "share of sequences whose top step is the marked one (higher)",
+    "marked_rank": "mean rank of the marked step, 1 the top (lower)",
+    "auprc": "average precision of the scores against the marked step (higher)",
+}
+FAITHFUL = ("tau_loo", "aopc_comprehensiveness", "aopc_sufficiency", "flips_to_decision")
+PLAUSIBLE = ("hit_at_1", "marked_rank", "auprc")
+
+
+def best_explainers(run: dict, metric: str, higher: bool) -> list[str]:
+    values = {name: run[name][metric] for name in competitors(list(run), metric)}
+    best = max(values.values()) if higher else min(values.values())
+    return [name for name, value in values.items() if value == best]
+
+
+def faithfulness_reading(document: dict, summary: dict, higher: dict[str, bool]) -> str:
+    """What each metric measures, which explainer each one puts first, where they
+    disagree; no winner is crowned."""
+    lines = [
+        "Each metric answers a different question (loo, the reference of tau_loo, does not "
+        "compete on it; the random order is a baseline, not a competitor):"
+    ]
+    lines += [f"- `{metric}`: {meaning}." for metric, meaning in METRIC_MEANINGS.items()]
+    lines.append("")
+    for seed, run in document["runs"].items():
+        firsts = {m: best_explainers(run, m, higher[m]) for m in METRIC_MEANINGS}
+        named = "; ".join(
+            f"{m} puts {' and '.join(firsts[m])} first ({run[firsts[m][0]][m]:.4f})"
+            for m in ("tau_loo", "aopc_comprehensiveness", "hit_at_1")
+        )
+        distinct = {name for m in METRIC_MEANINGS for name in firsts[m]}
+        verdict = (
+            "the metrics agree on one explainer"
+            if len(distinct) == 1
+            else f"the seven metrics put {len(distinct)} different explainers first"
+        )
+        lines.append(f"- **Run {seed}**: {named}: {verdict}.")
+    runs = document["runs"]
+    if len(runs) >= 2:
+        (seed_a, a), (seed_b, b) = list(runs.items())[:2]
+        tau = (a["attention"]["tau_loo"], b["attention"]["tau_loo"])
+        hit = (a["attention"]["hit_at_1"], b["attention"]["hit_at_1"])
+        if (tau[0] - tau[1]) * (hit[0] - hit[1]) < 0:
+            lines += [
+                "",
+                f"Attention's tau_loo is {tau[0]:.4f} on run {seed_a} and {tau[1]:.4f} on run "
+                f"{seed_b}, while its hit@1 is {hit[0]:.4f} and {hit[1]:.4f}: the two disagree "
+                "on which run's weights explain it. tau over all steps rewards weights that "
+                "order the unimportant steps as removal does; hit@1 rewards weights that find "
+                "the marked step. Neither is the faithfulness of attention.",
+            ]
+    study = summary["explainers"]
+    leaders = {
+        metric: max(
+            competitors(list(study), metric), key=lambda n, m=metric: study[n][m]["share_first"]
+        )
+        for metric in METRIC_MEANINGS
+    }
+    listed = "; ".join(
+        f"{metric}: {name} ({study[name][metric]['share_first']:.0%})"
+        for metric, name in leaders.items()
+    )
+    winners = set(leaders.values())
+    lines += [
+        "",
+        f"Over the {summary['seeds']} study runs, the explainer ranked first most often is, "
+        f"per metric, {listed}. "
+        + (
+            "One explainer leads on every metric."
+            if len(winners) == 1
+            else f"{len(winners)} different explainers lead: the metrics disagree, so which "
+            "explanation is 'faithful' depends on the question asked."
+        ),
+        f"A random order needs {study['random']['flips_to_decision']['mean']:.2f} removals to "
+        f"flip the decision on average; attention needs "
+        f"{study['attention']['flips_to_decision']['mean']:.2f}, leave-one-out "
+        f"{study['loo']['flips_to_decision']['mean']:.2f}.",
+    ]
+    return "\n".join(lines)

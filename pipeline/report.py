@@ -9,8 +9,9 @@ from __future__ import annotations
 import pandas as pd
 
 from pipeline.config import Config
+from pipeline.faithfulness import HIGHER_IS_BETTER, METRICS
 from pipeline.golden import GOLDEN, LESSON
-from pipeline.reading import reading, study_reading
+from pipeline.reading import faithfulness_reading, reading, study_reading
 
 RUN_COLUMNS = {
     "accuracy": {"train_accuracy": "train", "heldout_accuracy": "held-out"},
@@ -199,6 +200,47 @@ def study_section(summary: dict, table: pd.DataFrame, images: list[tuple[str, st
     ]
 
 
+def explainer_table(run: dict) -> pd.DataFrame:
+    """One row per explainer (the random baseline last), one column per metric."""
+    return pd.DataFrame.from_dict(run, orient="index")[list(METRICS)]
+
+
+def study_explainer_table(summary: dict) -> pd.DataFrame:
+    """Mean over study runs, with the share of runs on which the explainer ranks first."""
+    rows = {}
+    for name, entry in summary["explainers"].items():
+        rows[name] = {
+            metric: f"{numbers['mean']:.4f} [{numbers['ci95_low']:.4f}, {numbers['ci95_high']:.4f}]"
+            + (f" {numbers['share_first']:.0%}" if "share_first" in numbers else "")
+            for metric, numbers in entry.items()
+        }
+    return pd.DataFrame.from_dict(rows, orient="index")[list(METRICS)]
+
+
+def faithfulness_section(document: dict, summary: dict, images: list[tuple[str, str]]) -> list[str]:
+    """The "Which explanation is faithful?" section."""
+    direction = ", ".join(
+        f"{m} {'higher' if up else 'lower'}" for m, up in HIGHER_IS_BETTER.items()
+    )
+    parts = [
+        "## Which explanation is faithful?",
+        "Six explainers score every step of every held-out sequence: `attention` (the "
+        "weight), `loo` (the step ablation), `gradient`, `grad_x_input`, "
+        "`integrated_gradients` (captum) and `value_norm` (weight times |readout|); `random` "
+        f"is a random order, for reference. Better is: {direction}.",
+        faithfulness_reading(document, summary, HIGHER_IS_BETTER),
+    ]
+    for seed, run in document["runs"].items():
+        parts += [f"Run {seed}:", markdown_table(explainer_table(run), None)]
+    parts += [
+        f"Over the {summary['seeds']} study runs: mean [95% bootstrap interval over runs] and "
+        "the share of runs on which the explainer ranks first:",
+        study_explainer_table(summary).to_markdown(stralign="right", disable_numparse=True),
+        *image_lines(images),
+    ]
+    return parts
+
+
 # --- report.md ---
 
 
@@ -213,10 +255,12 @@ def markdown_report(
     golden: bool,
     images: dict[str, list[tuple[str, str]]],
     study: tuple[dict, pd.DataFrame] | None = None,
+    faithfulness: tuple[dict, dict] | None = None,
 ) -> str:
     """The whole report.md. `golden` puts the lesson's value beside each number;
     `images` maps a section (accuracy, weights, ablation, study) to (caption, relative
-    link); `study` is the seed study's (summary, per-seed table), if there is one."""
+    link); `study` is the seed study's (summary, per-seed table) and `faithfulness`
+    the battery's (faithfulness.json, study summary), where there are."""
     high, low = cfg.eval.high_weight, cfg.eval.low_effect
     seeds = ", ".join(document["runs"])
     setting = (
@@ -253,6 +297,8 @@ def markdown_report(
     ]
     if study is not None:
         sections += study_section(*study, images.get("study", []))
+    if faithfulness is not None:
+        sections += faithfulness_section(*faithfulness, images.get("faithfulness", []))
     return "\n\n".join(sections) + "\n"
 
 

@@ -28,6 +28,7 @@ def run(
     steps: pd.DataFrame,
     curves: pd.DataFrame,
     study: tuple[dict, pd.DataFrame] | None = None,
+    faithfulness: tuple[dict, dict, pd.DataFrame] | None = None,
 ) -> tuple[str, dict[str, bytes], pd.DataFrame]:
     high, low = cfg.eval.high_weight, cfg.eval.low_effect
     rendered = figures.lesson_figures(document, steps, curves, high, low)
@@ -36,12 +37,23 @@ def run(
         gaps = stats.pair_gap_counts(torch.tensor(table["heldout_accuracy"].to_numpy()))
         step = 1 / cfg.data.split[2]  # held-out accuracy moves in steps of one sequence
         rendered += figures.study_figures(table, summary, tuple(g.tolist() for g in gaps), step)
+    if faithfulness is not None:
+        lesson_seeds = [int(seed) for seed in faithfulness[0]["runs"]]
+        rendered += figures.faithfulness_figures(faithfulness[2], lesson_seeds)
     prefix = Path(os.path.relpath(cfg.paths.figures, Path(cfg.paths.report).parent)).as_posix()
     images: dict[str, list[tuple[str, str]]] = {}
     for figure in rendered:
         images.setdefault(figure.section, []).append((figure.caption, f"{prefix}/{figure.name}"))
     pngs = {figure.name: figure.png for figure in rendered}
-    markdown = report.markdown_report(document, steps, cfg, is_lesson_config(cfg), images, study)
+    markdown = report.markdown_report(
+        document,
+        steps,
+        cfg,
+        is_lesson_config(cfg),
+        images,
+        study,
+        faithfulness and faithfulness[:2],
+    )
     return markdown, pngs, report.step_weights(steps)
 
 
@@ -63,7 +75,12 @@ def main() -> None:
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)
     study = read_json(cfg.paths.study_summary), read_parquet(cfg.paths.study_seeds)
-    markdown, pngs, step_weights = run(cfg, document, steps, curves, study)
+    faithfulness = (
+        read_json(cfg.paths.faithfulness),
+        read_json(cfg.paths.study_faithfulness),
+        read_parquet(cfg.paths.study_faithfulness_seeds),
+    )
+    markdown, pngs, step_weights = run(cfg, document, steps, curves, study, faithfulness)
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, step_weights)
