@@ -68,22 +68,31 @@ class PipelineState:
     tags: dict[str, str]
     artifacts: list[Path] = field(default_factory=list)
     study: dict | None = None  # the seed study's summary.json
+    faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
+    study_faithfulness: dict | None = None  # the battery over the study's runs
 
     @property
     def digest(self) -> str:
-        return state_digest(self.cfg, self.metrics, self.tags, self.study)
+        battery = {"runs": self.faithfulness, "study": self.study_faithfulness}
+        return state_digest(self.cfg, self.metrics, self.tags, self.study, battery)
 
 
 def state_digest(
-    cfg: Config, metrics: dict, hashes: dict[str, str], study: dict | None = None
+    cfg: Config,
+    metrics: dict,
+    hashes: dict[str, str],
+    study: dict | None = None,
+    faithfulness: dict | None = None,
 ) -> str:
     """What identifies a state: the number-shaping config, the metrics, the study
-    summary, and the dvc.lock hashes of data and models (`lock_hashes`)."""
+    summary, the faithfulness battery, and the dvc.lock hashes of data and models
+    (`lock_hashes`)."""
     config = to_container(cfg)
     content = {
         "config": {group: config[group] for group in NUMBER_GROUPS},
         "metrics": metrics,
         "study": study,
+        "faithfulness": faithfulness,
         "data": hashes.get("dvc.data_md5"),
         "models": hashes.get("dvc.models_md5"),
     }
@@ -262,7 +271,10 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     cross_seed = {k: v for k, v in document.items() if k not in ("data", "runs")}
     parent_values = {**{f"data.{k}": v for k, v in document["data"].items()}, **cross_seed}
     if state.study is not None:  # no child run per study seed: 1000 would swamp the UI
-        parent_values.update(study_metrics(state.study))
+        parent_values.update(nested_metrics(state.study, "study/"))
+    if state.study_faithfulness is not None:
+        explainers = state.study_faithfulness["explainers"]
+        parent_values.update(nested_metrics(explainers, "faithfulness/study/"))
     name = version_label(state.tags)
     parent = _log_run(client, experiment_id, name, state.tags, params, parent_values)
     try:
@@ -276,20 +288,22 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     return parent, True
 
 
-def study_metrics(summary: dict, prefix: str = "study/") -> dict[str, float]:
-    """summary.json flattened to metric names: study/heldout_accuracy/mean, ..."""
+def nested_metrics(document: dict, prefix: str) -> dict[str, float]:
+    """A JSON tree flattened to metric names, e.g. study/heldout_accuracy/mean."""
     values: dict[str, float] = {}
-    for key, value in summary.items():
+    for key, value in document.items():
         if isinstance(value, dict):
-            values.update(study_metrics(value, f"{prefix}{key}/"))
+            values.update(nested_metrics(value, f"{prefix}{key}/"))
         else:
             values[f"{prefix}{key}"] = float(value)
     return values
 
 
 def _log_children_and_artifacts(client, experiment_id: str, parent: str, state) -> None:
+    battery = (state.faithfulness or {}).get("runs", {})
     for seed, numbers in state.metrics["runs"].items():
         child_tags = {"mlflow.parentRunId": parent, "seed": seed, **state.tags}
+        numbers = {**numbers, **nested_metrics(battery.get(seed, {}), "faithfulness/")}
         child = _log_run(
             client,
             experiment_id,
@@ -304,7 +318,9 @@ def _log_children_and_artifacts(client, experiment_id: str, parent: str, state) 
         if path.is_dir():
             client.log_artifacts(parent, str(path), artifact_path=path.name)
         elif path.exists():
-            client.log_artifact(parent, str(path))
+            # The study's files under study/: its faithfulness.json is not the lesson's.
+            folder = "study" if path.parent.name == "study" else None
+            client.log_artifact(parent, str(path), artifact_path=folder)
 
 
 def search_parent_runs(uri: str, experiment: str) -> tuple[pd.DataFrame, pd.DataFrame]:

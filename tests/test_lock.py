@@ -57,3 +57,17 @@ def test_lock_is_fully_hashed_and_leaves_torch_to_its_own_file():
     assert not [
         name for name in pins("requirements.lock") if name.startswith(("nvidia-", "triton"))
     ]
+
+
+def test_ci_and_the_readme_install_from_the_lock():
+    steps = [
+        "install -r requirements-torch.txt",
+        "install --require-hashes --no-deps -r requirements.lock",
+        "install --no-deps --no-build-isolation -e .",
+    ]
+    ci = (PROJECT_ROOT / ".ci/run").read_text()
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    for step in steps:
+        assert step in ci.replace("-q ", ""), step
+        assert readme.count(step) >= 2, step  # both of the README's two commands
+    assert 'install -e ".[dev]"' not in ci + readme

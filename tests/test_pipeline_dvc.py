@@ -104,8 +104,8 @@ def test_repro_logs_one_parent_and_a_child_per_seed(repo):
         parents.iloc[0]["metrics.study/pair_gap/p_at_least_observed"]
         == (summary["pair_gap"]["p_at_least_observed"])
     )
-    artifacts = {a.path for a in client.list_artifacts(parents.iloc[0]["run_id"])}
-    assert {"summary.json", "seeds.parquet"} <= artifacts
+    artifacts = {a.path for a in client.list_artifacts(parents.iloc[0]["run_id"], "study")}
+    assert {"study/summary.json", "study/seeds.parquet", "study/faithfulness.json"} <= artifacts
 
 
 def test_second_repro_is_a_noop(repo):

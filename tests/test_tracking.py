@@ -29,6 +29,8 @@ def committed_state(cfg, uri: str, **tags: str) -> tracking.PipelineState:
         tags={"git.commit": "abc1234def", "git.dirty": "False", **tags},
         artifacts=[REPORTS / "metrics.json"],
         study=json.loads((REPORTS / "study/summary.json").read_text()),
+        faithfulness=json.loads((REPORTS / "faithfulness.json").read_text()),
+        study_faithfulness=json.loads((REPORTS / "study/faithfulness.json").read_text()),
     )
 
 
@@ -73,6 +75,17 @@ def test_one_parent_and_a_child_per_seed_with_every_number(default_cfg, store):
     assert (
         parent["metrics.study/lesson_seeds/1/percentile"]
         == (summary["lesson_seeds"]["1"]["percentile"])
+    )
+    # The faithfulness battery: per run on the seed's child, over the study on the parent.
+    battery = json.loads((REPORTS / "faithfulness.json").read_text())["runs"]
+    for _, child in children.iterrows():
+        for explainer, numbers in battery[child["tags.seed"]].items():
+            for metric, value in numbers.items():
+                assert child[f"metrics.faithfulness/{explainer}/{metric}"] == value
+    study_battery = json.loads((REPORTS / "study/faithfulness.json").read_text())["explainers"]
+    assert (
+        parent["metrics.faithfulness/study/attention/hit_at_1/share_first"]
+        == (study_battery["attention"]["hit_at_1"]["share_first"])
     )
 
 

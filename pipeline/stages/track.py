@@ -32,6 +32,8 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         cfg.paths.figures,
         cfg.paths.study_summary,
         cfg.paths.study_seeds,
+        cfg.paths.faithfulness,
+        cfg.paths.study_faithfulness,
     ]
     return tracking.PipelineState(
         cfg=cfg,
@@ -40,6 +42,8 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         tags=tags,
         artifacts=[Path(p) for p in candidates if Path(p).exists()],
         study=read_json(cfg.paths.study_summary),
+        faithfulness=read_json(cfg.paths.faithfulness),
+        study_faithfulness=read_json(cfg.paths.study_faithfulness),
     )
 
 
@@ -53,7 +57,11 @@ def main() -> None:
     root, uri = Path.cwd(), tracking.store_uri(cfg.tracking)
     hashes = tracking.lock_hashes(root / "dvc.lock", cfg)
     study = read_json(cfg.paths.study_summary)
-    digest = tracking.state_digest(cfg, read_json(cfg.paths.metrics), hashes, study)
+    battery = {
+        "runs": read_json(cfg.paths.faithfulness),
+        "study": read_json(cfg.paths.study_faithfulness),
+    }
+    digest = tracking.state_digest(cfg, read_json(cfg.paths.metrics), hashes, study, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)
     logged = False
     if run_id is None:
