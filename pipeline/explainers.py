@@ -37,7 +37,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from captum.attr import InputXGradient, IntegratedGradients, Saliency
 
 from pipeline.metrics import ablation_effects
 from pipeline.model import Params, forward, probability, project, value_direction
@@ -105,6 +104,8 @@ def ablation_logit_shift(params: Params, inputs: torch.Tensor) -> torch.Tensor:
 
 def gradient(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """Sensitivity: the L2 norm over channels of dP(y=1)/dx_t (captum Saliency): (S, N, T)."""
+    from captum.attr import Saliency  # here: captum imports matplotlib, which reports avoid
+
     saliency = Saliency(summed_probability(params))
     grads = saliency.attribute(seed_expanded(params, inputs), abs=False)
     return grads.detach()[0].norm(dim=-1)
@@ -112,6 +113,8 @@ def gradient(params: Params, inputs: torch.Tensor) -> torch.Tensor:
 
 def grad_x_input(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """|sum_c x_{t,c} dP(y=1)/dx_{t,c}| (captum InputXGradient): (S, N, T)."""
+    from captum.attr import InputXGradient
+
     explainer = InputXGradient(summed_probability(params))
     attributions = explainer.attribute(seed_expanded(params, inputs))
     return attributions.detach()[0].sum(-1).abs()
@@ -124,6 +127,8 @@ def integrated_gradient_attributions(
 
     Completeness: summed over (T, C) they approach P(x) - P(0) per example.
     """
+    from captum.attr import IntegratedGradients
+
     explainer = IntegratedGradients(summed_probability(params))
     attributions = explainer.attribute(
         seed_expanded(params, inputs), baselines=0.0, n_steps=n_steps, method="gausslegendre"

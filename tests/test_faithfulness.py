@@ -11,6 +11,8 @@ from heldout_lesson import heldout_lesson
 from scipy.stats import kendalltau
 
 from pipeline import explainers, faithfulness, metrics, model
+from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.errors import ConfigError
 
 F64 = torch.float64
 
@@ -276,3 +278,50 @@ def test_battery_checks_its_inputs(lesson):
         faithfulness.battery(
             lesson.params, lesson.inputs, lesson.labels, lesson.marked, [1, 2], order_seed=-1
         )
+
+
+# --- over the study's runs, and the committed outputs ---------------------------------------
+
+
+def test_first_shares_count_ties_and_leave_out_the_reference_and_random():
+    t = torch.tensor
+    table = {
+        "attention": {m: t([1.0, 0.0]) for m in faithfulness.HIGHER_IS_BETTER},
+        "gradient": {m: t([1.0, 2.0]) for m in faithfulness.HIGHER_IS_BETTER},
+        "loo": {m: t([5.0, 5.0]) for m in faithfulness.HIGHER_IS_BETTER},
+        faithfulness.RANDOM: {m: t([9.0, 9.0]) for m in faithfulness.HIGHER_IS_BETTER},
+    }
+    shares = faithfulness.first_shares(table)
+    assert "tau_loo" not in shares["loo"] and shares[faithfulness.RANDOM] == {}
+    assert shares["attention"]["tau_loo"] == 0.5 and shares["gradient"]["tau_loo"] == 1.0
+    assert shares["loo"]["hit_at_1"] == 1.0  # higher is better; random does not compete
+    assert shares["attention"]["marked_rank"] == 1.0  # lower is better: 0 beats 1 and 5
+    assert shares["gradient"]["marked_rank"] == 0.5  # tied at 1.0 with attention on run 1
+    summary = faithfulness.study_summary(table, resamples=50, bootstrap_seed=0)
+    assert summary["seeds"] == 2
+    assert summary["explainers"]["gradient"]["tau_loo"]["mean"] == 1.5
+    assert summary["explainers"]["loo"]["tau_loo"].keys() == {"mean", "ci95_low", "ci95_high"}
+
+
+def test_committed_battery_agrees_with_the_lesson_metrics():
+    reports = PROJECT_ROOT / "reports"
+    battery = json.loads((reports / "faithfulness.json").read_text())["runs"]
+    lesson = json.loads((reports / "metrics.json").read_text())["runs"]
+    assert set(battery) == set(lesson) == {"1", "2"}
+    for seed, run in battery.items():
+        assert run["attention"]["hit_at_1"] == lesson[seed]["argmax_hit"]
+        assert run["loo"]["tau_loo"] == 1.0
+        assert set(run) == {*explainers.EXPLAINERS, faithfulness.RANDOM}
+        assert all(set(numbers) == set(faithfulness.METRICS) for numbers in run.values())
+    study = json.loads((reports / "study/faithfulness.json").read_text())
+    assert study["seeds"] == 1000
+
+
+@pytest.mark.parametrize(
+    ("override", "key"),
+    [("faithfulness.ig_steps=0", "faithfulness.ig_steps")]
+    + [("faithfulness.order_seed=-1", "faithfulness.order_seed")],
+)
+def test_bad_battery_values_name_the_key(override, key):
+    with pytest.raises(ConfigError, match=rf"invalid config value {key}="):
+        validate(compose([override]))

@@ -12,10 +12,10 @@ from pipeline import provenance
 from pipeline.config import load_params
 from pipeline.errors import ConfigError
 from pipeline.params import composed_yaml
-from pipeline.stages import evaluate, generate, report, study, train
+from pipeline.stages import evaluate, faithfulness, generate, report, study, train
 from tests.conftest import small_overrides
 
-STAGES = [generate, train, evaluate, study, report]
+STAGES = [generate, train, evaluate, study, faithfulness, report]
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline import figures, golden, reading, study
+from pipeline import figures, frames, golden, reading, study
 from pipeline.config import (
     PROJECT_ROOT,
     ConfigError,
@@ -27,6 +27,7 @@ from pipeline.config import (
 )
 from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
+from pipeline.stages import faithfulness as faithfulness_stage
 from pipeline.stages import report as report_stage
 from tests.conftest import run_stage, small_overrides, write_records
 
@@ -38,6 +39,7 @@ SECTIONS = [
     "## Attention weights",
     "## Ablation",
     "## Seeds at scale",
+    "## Which explanation is faithful?",
 ]
 FIGURES = {
     "attention_seed_1.png",
@@ -48,6 +50,7 @@ FIGURES = {
     "study_heldout_accuracy.png",
     "study_mass_vs_accuracy.png",
     "study_pair_gaps.png",
+    "faithfulness_tau_vs_hit.png",
 }
 
 
@@ -69,6 +72,18 @@ def small_study(small_cfg) -> tuple[dict, pd.DataFrame]:
 
 
 @pytest.fixture(scope="module")
+def small_battery(small_cfg, small_study) -> tuple[dict, dict, pd.DataFrame]:
+    """The small config's faithfulness.json, its study summary and per-run table."""
+    frame, _ = generate.run(small_cfg)
+    params, _ = train.run(small_cfg, frame)
+    lesson = frames.params_to_frame(params, list(small_cfg.train.seeds), small_cfg.model)
+    document, seeds_frame, summary = faithfulness_stage.run(
+        small_cfg, frame, lesson, small_study[1]
+    )
+    return json.loads(json.dumps(document)), json.loads(json.dumps(summary)), seeds_frame
+
+
+@pytest.fixture(scope="module")
 def committed_lesson() -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     """The default config's outputs committed under reports/."""
     reports = PROJECT_ROOT / "reports"
@@ -78,10 +93,14 @@ def committed_lesson() -> tuple[dict, pd.DataFrame, pd.DataFrame]:
 
 
 @pytest.fixture
-def workdir(tmp_path, monkeypatch, small_lesson, small_study) -> Path:
+def workdir(tmp_path, monkeypatch, small_lesson, small_study, small_battery) -> Path:
     document, steps, curves = small_lesson
     summary, table = small_study
+    battery, battery_summary, battery_runs = small_battery
     (tmp_path / "reports/study").mkdir(parents=True)
+    (tmp_path / "reports/faithfulness.json").write_text(json.dumps(battery))
+    (tmp_path / "reports/study/faithfulness.json").write_text(json.dumps(battery_summary))
+    battery_runs.to_parquet(tmp_path / "reports/study/faithfulness.parquet")
     (tmp_path / "reports/study/summary.json").write_text(json.dumps(summary))
     table.to_parquet(tmp_path / "reports/study/seeds.parquet")
     (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
@@ -89,7 +108,8 @@ def workdir(tmp_path, monkeypatch, small_lesson, small_study) -> Path:
     steps.to_csv(tmp_path / "reports/steps.csv", index=False)
     curves.to_csv(tmp_path / "reports/training.csv", index=False)
     monkeypatch.chdir(tmp_path)
-    write_records(validate(compose(small_overrides())), ["train", "evaluate", "study"])
+    stages = ["train", "evaluate", "study", "faithfulness"]
+    write_records(validate(compose(small_overrides())), stages)
     return tmp_path
 
 
@@ -143,9 +163,9 @@ def test_step_weights_are_one_mean_per_seed_and_step(workdir):
     assert sums.to_numpy() == pytest.approx([1.0, 1.0])
 
 
-def test_figures_are_deterministic_pngs(small_cfg, small_lesson, small_study):
-    _, first, _ = report_stage.run(small_cfg, *small_lesson, small_study)
-    _, again, _ = report_stage.run(small_cfg, *small_lesson, small_study)
+def test_figures_are_deterministic_pngs(small_cfg, small_lesson, small_study, small_battery):
+    _, first, _ = report_stage.run(small_cfg, *small_lesson, small_study, small_battery)
+    _, again, _ = report_stage.run(small_cfg, *small_lesson, small_study, small_battery)
     assert set(first) == FIGURES and first == again
     for png in first.values():
         assert png.startswith(PNG_SIGNATURE)
@@ -295,3 +315,26 @@ def test_stage_refuses_a_study_of_another_size(workdir):
     params.write_text(params.read_text().replace("seeds: 4", "seeds: 5"))
     with pytest.raises(ConfigError, match="made by the study stage .*study.seeds 4→5"):
         report_stage.main()
+
+
+def test_faithfulness_reading_names_where_metrics_disagree():
+    from pipeline.faithfulness import HIGHER_IS_BETTER
+
+    reports = PROJECT_ROOT / "reports"
+    document = json.loads((reports / "faithfulness.json").read_text())
+    summary = json.loads((reports / "study/faithfulness.json").read_text())
+    text = reading.faithfulness_reading(document, summary, HIGHER_IS_BETTER)
+    for metric in HIGHER_IS_BETTER:
+        assert f"- `{metric}`: " in text  # what each number measures
+    assert "Attention's tau_loo is 0.9302 on run 1 and 0.0136 on run 2" in text
+    assert "its hit@1 is 0.3444 and 1.0000: the two disagree" in text
+    assert "different explainers lead: the metrics disagree" in text
+    # No winner by fiat: the same sentence with every metric led by one explainer.
+    one = copy.deepcopy(summary)
+    for name, entry in one["explainers"].items():
+        for numbers in entry.values():
+            if "share_first" in numbers:
+                numbers["share_first"] = 1.0 if name == "gradient" else 0.0
+    assert "One explainer leads on every metric." in reading.faithfulness_reading(
+        document, one, HIGHER_IS_BETTER
+    )
