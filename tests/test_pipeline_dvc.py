@@ -21,9 +21,6 @@ import pytest
 from tests.conftest import STAGE_OUTPUTS, assert_golden, clone_project
 
 pytestmark = pytest.mark.slow
-# The issue's budget for a no-op `dvc repro` is 3 s on the project's 2-core
-# machines; NOOP_BUDGET_FACTOR widens it on a slower or busy machine.
-NOOP_BUDGET_FACTOR = float(os.environ.get("NOOP_BUDGET_FACTOR", "1"))
 
 OUTPUTS = [
     *STAGE_OUTPUTS,
@@ -110,13 +107,19 @@ def test_repro_logs_one_parent_and_a_child_per_seed(repo):
 
 def test_second_repro_is_a_noop(repo):
     start = time.perf_counter()
+    dvc(repo, "status")
+    status = time.perf_counter() - start
+    start = time.perf_counter()
     result = dvc(repo, "repro")
     seconds = time.perf_counter() - start
-    print(f"no-op dvc repro: {seconds:.2f} s")
+    print(f"no-op dvc repro: {seconds:.2f} s (dvc status: {status:.2f} s)")
     # track always runs (the store may have lost the state); here it finds it.
     assert ran_stages(result.stdout) == {"track"}
     assert "already logged: run " in result.stdout
-    assert seconds < 3 * NOOP_BUDGET_FACTOR, f"no-op dvc repro took {seconds:.2f} s"
+    # Issue 10's budget: 3 s on the project's 2-core machines, where `dvc status`
+    # takes about 1 s; on a slower or busy machine, DVC's own time + 2 s.
+    budget = max(3.0, status + 2.0)
+    assert seconds < budget, f"no-op dvc repro took {seconds:.2f} s, budget {budget:.2f} s"
     probe = (
         "import sys\nfrom pipeline.stages import track\ntrack.main()\n"
         "print(sorted(m for m in ('mlflow', 'pandas', 'torch') if m in sys.modules))"
@@ -127,12 +130,29 @@ def test_second_repro_is_a_noop(repo):
 
 def test_deleted_store_gets_the_state_again(repo):
     """Issue 10: after `rm mlflow.db` the next `dvc repro` logs the state again."""
-    (repo / "mlflow.db").unlink()
-    result = dvc(repo, "repro")
-    assert ran_stages(result.stdout) == {"track"}
-    assert "\nlogged: run " in result.stdout
-    parents, children = parent_runs(repo)
-    assert len(parents) == 1 and len(children) == 2
+    store, kept = repo / "mlflow.db", repo / "mlflow.db.kept"
+    # As `rm mlflow.db`, but put back afterwards: this test process's MLflow client
+    # keeps the old file open, and the tests below read the store through it.
+    store.rename(kept)
+    try:
+        result = dvc(repo, "repro")
+        assert ran_stages(result.stdout) == {"track"}
+        assert "\nlogged: run " in result.stdout
+        probe = (
+            "import sys\nfrom pipeline import tracking\n"
+            "parents, children = tracking.search_parent_runs(sys.argv[1], sys.argv[2])\n"
+            "print(len(parents), len(children))"
+        )
+        uri = f"sqlite:///{store}"
+        counted = subprocess.run(
+            [sys.executable, "-c", probe, uri, "attention-faithfulness"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+        )
+        assert counted.stdout.split() == ["1", "2"], counted.stdout + counted.stderr
+    finally:
+        kept.replace(store)
 
 
 def test_force_repro_gives_the_same_bytes(repo):
