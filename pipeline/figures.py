@@ -183,21 +183,26 @@ def study_accuracy_histogram(
     ax.legend(loc="upper left", fontsize="small")
 
 
-def study_mass_vs_accuracy(figure: Figure, table: pd.DataFrame, lesson: list[int]) -> None:
-    """Marker mass against held-out accuracy, one point per seed, lesson seeds ringed."""
-    ax = figure.subplots()
-    ax.scatter(table["marker_mass"], table["heldout_accuracy"], s=6, c="0.5", alpha=0.6)
+def ring_lesson_seeds(ax, table: pd.DataFrame, lesson: list[int], x: str, y: str, size: int):
+    """Ring the points of the lesson's seeds, one colour each, for the legend."""
     for i, seed in enumerate(lesson):
         row = table[table["seed"] == seed]
         ax.scatter(
-            row["marker_mass"],
-            row["heldout_accuracy"],
-            s=80,
+            row[x],
+            row[y],
+            s=size,
             facecolors="none",
             edgecolors=f"C{i + 1}",
             linewidths=1.5,
             label=f"run {seed}",
         )
+
+
+def study_mass_vs_accuracy(figure: Figure, table: pd.DataFrame, lesson: list[int]) -> None:
+    """Marker mass against held-out accuracy, one point per seed, lesson seeds ringed."""
+    ax = figure.subplots()
+    ax.scatter(table["marker_mass"], table["heldout_accuracy"], s=6, c="0.5", alpha=0.6)
+    ring_lesson_seeds(ax, table, lesson, "marker_mass", "heldout_accuracy", 80)
     ax.axvline(0.5, color="0.3", linestyle=":", linewidth=0.8)
     ax.set(
         title="Where the weight goes and how well a seed does",
@@ -281,17 +286,7 @@ def tau_against_hit(figure: Figure, seeds_frame: pd.DataFrame, lesson: list[int]
     for ax, name in zip(axes, explainers, strict=False):
         runs = seeds_frame[seeds_frame["explainer"] == name]
         ax.scatter(runs["tau_loo"], runs["hit_at_1"], s=5, c="0.5", alpha=0.5)
-        for i, seed in enumerate(lesson):
-            row = runs[runs["seed"] == seed]
-            ax.scatter(
-                row["tau_loo"],
-                row["hit_at_1"],
-                s=60,
-                facecolors="none",
-                edgecolors=f"C{i + 1}",
-                linewidths=1.5,
-                label=f"run {seed}",
-            )
+        ring_lesson_seeds(ax, runs, lesson, "tau_loo", "hit_at_1", 60)
         ax.set_title(name, fontsize="medium")
         ax.set(xlim=(-1.05, 1.05), ylim=(-0.05, 1.05))
     for ax in axes[len(explainers) :]:

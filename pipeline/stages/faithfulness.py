@@ -38,20 +38,6 @@ def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict
     )
 
 
-def per_run(seeds: list[int], table: dict) -> dict:
-    """The faithfulness.json shape: {"runs": {"<seed>": {explainer: {metric: float}}}}."""
-    columns = {row: {m: v.tolist() for m, v in metrics.items()} for row, metrics in table.items()}
-    return {
-        "runs": {
-            str(seed): {
-                row: {metric: values[i] for metric, values in metrics.items()}
-                for row, metrics in columns.items()
-            }
-            for i, seed in enumerate(seeds)
-        }
-    }
-
-
 def long_frame(seeds: list[int], table: dict) -> pd.DataFrame:
     """One row per (seed, explainer): every metric."""
     parts = [
@@ -63,16 +49,25 @@ def long_frame(seeds: list[int], table: dict) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True)
 
 
-def run(cfg: Config, frame: pd.DataFrame, lesson: pd.DataFrame, study: pd.DataFrame):
-    lesson_table = battery_table(cfg, frame, lesson)
-    study_table = battery_table(cfg, frame, study)
-    study_seeds = study["seed"].tolist()
-    summary = faithfulness.study_summary(study_table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
-    return (
-        per_run(lesson["seed"].tolist(), lesson_table),
-        long_frame(study_seeds, study_table),
-        summary,
+def run(
+    cfg: Config, frame: pd.DataFrame, lesson: pd.DataFrame, study: pd.DataFrame
+) -> tuple[dict, pd.DataFrame, dict]:
+    """(faithfulness.json, one row per study run and explainer, the study summary)."""
+    device, dtype = device_and_dtype(cfg.train)
+    seeds, params = frames.params_from_frame(lesson, cfg.model, dtype)
+    inputs, labels, marked = heldout(cfg, frame)
+    runs = faithfulness.battery(
+        params.map(lambda t: t.to(device)),
+        inputs,
+        labels,
+        marked,
+        seeds,
+        n_steps=cfg.faithfulness.ig_steps,
+        order_seed=cfg.faithfulness.order_seed,
     )
+    study_table = battery_table(cfg, frame, study)
+    summary = faithfulness.study_summary(study_table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
+    return {"runs": runs}, long_frame(study["seed"].tolist(), study_table), summary
 
 
 def main() -> None:
