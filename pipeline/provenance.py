@@ -13,6 +13,7 @@ Plain YAML, JSON and hashlib only: the track stage runs this on every repro.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Iterator
@@ -29,7 +30,9 @@ from pipeline.files import read_json, require, write_json
 PIPELINE_FILE = "dvc.yaml"
 
 
+@functools.cache
 def stages(root: Path = PROJECT_ROOT) -> dict[str, dict]:
+    """dvc.yaml's stages, parsed once per process (the track stage's no-op path)."""
     return yaml.safe_load((root / PIPELINE_FILE).read_text())["stages"]
 
 
