@@ -265,7 +265,7 @@ def test_queued_experiments_all_run(repo):
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + 1200  # each runs the 1000-seed study and battery
     while time.monotonic() < deadline:
         status = dvc(repo, "queue", "status").stdout
         if status.count("Success") + status.count("Failed") >= 2:
