@@ -16,7 +16,7 @@ import pandas as pd
 
 from pipeline import tracking
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT, load_params
-from pipeline.errors import PipelineError
+from pipeline.errors import PipelineError, TrackingError
 from pipeline.files import write_bytes
 
 SEED_METRICS = {
@@ -24,6 +24,22 @@ SEED_METRICS = {
     "marker_mass": "mass",
     "weight_effect_agreement": "agree",
 }
+
+
+def metric(runs: pd.DataFrame, name: str, before: str) -> pd.Series:
+    """A metric's column under its name (e.g. gap/seed_gap), filled in from the name
+    that stores written before the namespaces used (seed_gap), so one table spans
+    both. A store with neither cannot be read."""
+    columns = [f"metrics.{key}" for key in (name, before) if f"metrics.{key}" in runs]
+    if not columns:
+        raise TrackingError(
+            f"the store's runs have neither metric {name!r} nor {before!r}: not written "
+            "by this pipeline"
+        )
+    values = runs[columns[0]]
+    for column in columns[1:]:
+        values = values.combine_first(runs[column])
+    return values
 
 
 def history_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame:
@@ -34,13 +50,16 @@ def history_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
     table = pd.DataFrame(
         {
             "version": parents["tags.mlflow.runName"].to_numpy(),
-            "gap": parents["metrics.seed_gap"].to_numpy(),
+            "gap": metric(parents, "gap/seed_gap", "seed_gap").to_numpy(),
         },
         index=parents["run_id"].to_numpy(),
     )
-    for metric, short in SEED_METRICS.items():
+    children = children.assign(
+        **{name: metric(children, f"lesson/{name}", name) for name in SEED_METRICS}
+    )
+    for name, short in SEED_METRICS.items():
         wide = children.pivot_table(
-            index="tags.mlflow.parentRunId", columns="tags.seed", values=f"metrics.{metric}"
+            index="tags.mlflow.parentRunId", columns="tags.seed", values=name
         )
         for seed in sorted(wide.columns, key=int):
             table[f"{short}_{seed}"] = wide[seed].reindex(table.index)
@@ -65,7 +84,10 @@ def main(argv: list[str] | None = None) -> None:
         parents, children = tracking.search_parent_runs(uri, args.experiment or cfg.experiment)
     except PipelineError as err:
         sys.exit(f"error: {err}")
-    table = history_table(parents, children)
+    try:
+        table = history_table(parents, children)
+    except PipelineError as err:
+        sys.exit(f"error: cannot read {uri}: {err}")
     if table.empty:
         sys.exit(f"error: no runs recorded in {uri}")
     with pd.option_context("display.width", 200, "display.max_columns", 50):

@@ -5,16 +5,26 @@ model hashes) is logged once: its digest is a tag, and a state already in the
 store is not logged again. An inter-process file lock serialises store
 creation, experiment creation and logging, so parallel `dvc exp` runs on a
 fresh SQLite store neither race on the schema nor lose a run.
+
+Metric names are namespaced so that MLflow's chart view groups them: `gap/`
+(the run-to-run gap, on the parent), `data/` (the data checks), `model/`,
+`study/` and `faithfulness/study/` on the parent; `lesson/` (SPEC section 4),
+`faithfulness/` and the curves `train/loss`, `train/accuracy` on each seed's
+run. reports/metrics.json keeps its own keys: only the MLflow names differ.
 """
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import json
 import os
 import sqlite3
 import subprocess
 import time
+import urllib.error
+import urllib.request
+import warnings
 from contextlib import closing
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -24,8 +34,8 @@ from typing import TYPE_CHECKING
 import yaml
 from filelock import FileLock, Timeout
 
-from pipeline.config import PROJECT_ROOT, Config, TrackingConfig, to_container
-from pipeline.errors import TrackingError
+from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, TrackingConfig, to_container
+from pipeline.errors import PipelineError, TrackingError
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
     import pandas as pd
@@ -36,6 +46,14 @@ NUMBER_GROUPS = ("data", "model", "train", "eval", "study", "faithfulness")
 SOURCE_PATHS = ("pipeline", "conf", "dvc.yaml", "pyproject.toml")
 LOCK_TIMEOUT_S = 120
 BATCH = 1000  # MLflow's limit of metrics per log_batch call
+SERVER_TIMEOUT_S = 10  # a tracking server that does not answer /health by then is unreachable
+# metrics.json's cross-seed keys -> MLflow names; heldout_min/max come from the runs.
+GAP_METRICS = {
+    "seed_gap": "gap/seed_gap",
+    "heldout_accuracy_mean": "gap/heldout_mean",
+    "heldout_accuracy_std": "gap/heldout_std",
+}
+MODEL_METRICS = {"parameters": "model/parameters"}
 
 
 def store_root() -> Path:
@@ -44,7 +62,13 @@ def store_root() -> Path:
 
 
 def store_uri(cfg: TrackingConfig) -> str:
-    return cfg.uri or f"sqlite:///{store_root() / 'mlflow.db'}"
+    """tracking.uri, else $MLFLOW_TRACKING_URI (MLflow's convention), else the
+    project's SQLite store: a config value wins over the environment."""
+    return (
+        cfg.uri
+        or os.environ.get("MLFLOW_TRACKING_URI")
+        or f"sqlite:///{store_root() / 'mlflow.db'}"
+    )
 
 
 def artifact_location() -> str:
@@ -67,6 +91,8 @@ class PipelineState:
     curves: pd.DataFrame  # epoch, seed, loss, accuracy
     tags: dict[str, str]
     artifacts: list[Path] = field(default_factory=list)
+    sequences: pd.DataFrame | None = None  # logged as the runs' dataset input
+    report_html: str | None = None  # report.md with its figures embedded
     study: dict | None = None  # the seed study's summary.json
     faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
     study_faithfulness: dict | None = None  # the battery over the study's runs
@@ -187,7 +213,7 @@ def _metric_batches(values: dict[str, float], curves: pd.DataFrame | None = None
     if curves is not None:
         for column in ("loss", "accuracy"):
             metrics += [
-                Metric(f"train_{column}_curve", float(value), now, int(step))
+                Metric(f"train/{column}", float(value), now, int(step))
                 for step, value in zip(curves["epoch"], curves[column], strict=True)
             ]
     for start in range(0, len(metrics), BATCH):
@@ -216,6 +242,7 @@ def _log_run(
     params: dict,
     values: dict,
     curves: pd.DataFrame | None = None,
+    dataset=None,
 ) -> str:
     from mlflow.entities import Param
 
@@ -226,21 +253,53 @@ def _log_run(
         client.log_batch(run_id, params=param_list[start : start + 100])
     for batch in _metric_batches(values, curves):
         client.log_batch(run_id, metrics=batch)
+    if dataset is not None:
+        client.log_inputs(run_id, datasets=[dataset])
     return run_id
 
 
 def log_state(state: PipelineState) -> tuple[str, bool]:
     """Log `state` unless the store has it. Returns (parent run id, newly logged)."""
     uri = store_uri(state.cfg.tracking)
+    check_server(uri)
+    lock = lock_path(uri)
+    check_lock_file(lock, uri)
     try:
-        with FileLock(str(lock_path(uri)), timeout=LOCK_TIMEOUT_S):
+        with FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
             return _log_locked(uri, state)
     except Timeout:
         raise TrackingError(
-            f"MLflow store {uri} is locked by another process (waited {LOCK_TIMEOUT_S} s)"
+            f"MLflow store {uri} is locked by another process (waited {LOCK_TIMEOUT_S} s "
+            f"for {lock})"
         ) from None
     except store_errors() as err:
         raise TrackingError(f"cannot write MLflow store {uri}: {first_line(err)}") from err
+
+
+def check_server(uri: str) -> None:
+    """Fail within SERVER_TIMEOUT_S when a tracking server does not answer (MLflow's
+    client would retry for minutes), naming the URI."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=SERVER_TIMEOUT_S):
+            return
+    except urllib.error.HTTPError:
+        return  # it answered: a proxy or an older server without /health
+    except (urllib.error.URLError, OSError) as err:
+        reason = getattr(err, "reason", err)
+        raise TrackingError(f"cannot reach MLflow tracking server {uri}: {reason}") from None
+
+
+def check_lock_file(lock: Path, uri: str) -> None:
+    """FileLock waits its whole timeout on a lock file it cannot create, then blames
+    another process; say what is wrong at once."""
+    try:
+        os.close(os.open(lock, os.O_RDWR | os.O_CREAT, 0o644))
+    except OSError as err:
+        raise TrackingError(
+            f"cannot create the lock file {lock} for MLflow store {uri}: {err.strerror}"
+        ) from None
 
 
 def store_errors() -> tuple[type[BaseException], ...]:
@@ -256,6 +315,107 @@ def first_line(err: BaseException) -> str:
     return text.splitlines()[0] if text else type(err).__name__
 
 
+def parent_metrics(state: PipelineState) -> dict[str, float]:
+    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/."""
+    document = state.metrics
+    heldout = [run["heldout_accuracy"] for run in document["runs"].values()]
+    values = {name: document[key] for key, name in GAP_METRICS.items() if key in document}
+    values["gap/heldout_min"], values["gap/heldout_max"] = min(heldout), max(heldout)
+    values.update(nested_metrics(document["data"], "data/"))
+    for key, value in document.items():
+        if key not in ("data", "runs", *GAP_METRICS):
+            values.update(nested_metrics({MODEL_METRICS.get(key, f"lesson/{key}"): value}, ""))
+    if state.study is not None:  # no child run per study seed: 1000 would swamp the UI
+        values.update(nested_metrics(state.study, "study/"))
+    if state.study_faithfulness is not None:
+        explainers = state.study_faithfulness["explainers"]
+        values.update(nested_metrics(explainers, "faithfulness/study/"))
+    return values
+
+
+def changed_params(cfg: Config, baseline: Config) -> dict[str, tuple[str, str]]:
+    """{key: (baseline value, value)} of the number-shaping params that differ."""
+    old, new = number_params(baseline), number_params(cfg)
+    return {key: (old.get(key, "-"), value) for key, value in new.items() if old.get(key) != value}
+
+
+def number_params(cfg: Config) -> dict[str, str]:
+    """The params a run records: the groups that shape a number, not paths or tracking."""
+    config = to_container(cfg)
+    return flatten({group: config[group] for group in NUMBER_GROUPS})
+
+
+def baseline_config(root: Path) -> tuple[Config, str]:
+    """What a run is compared with: the DVC experiment's baseline commit's params.yaml,
+    else the schema defaults (the lesson)."""
+    from pipeline.config import validate
+
+    rev = os.environ.get("DVC_EXP_BASELINE_REV", "")
+    if rev:
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:{PARAMS_FILE}"], cwd=root, capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            try:
+                return validate(yaml.safe_load(shown.stdout)), f"baseline {rev[:7]}"
+            except (PipelineError, yaml.YAMLError):  # an older schema: use the defaults
+                pass
+    return Config(), "the lesson's defaults"
+
+
+def description(state: PipelineState, baseline: Config, label: str) -> str:
+    """One line for mlflow.note.content: what changed, and the gap."""
+    changes = changed_params(state.cfg, baseline)
+    changed = ", ".join(f"{key} {old}\u2192{new}" for key, (old, new) in changes.items())
+    values = parent_metrics(state)
+    gap = (
+        f"gap {values['gap/seed_gap']:.4f} (held-out "
+        f"{values['gap/heldout_min']:.4f}\u2013{values['gap/heldout_max']:.4f})"
+    )
+    return f"{changed or 'no change against ' + label}; {gap}"
+
+
+def run_tags(state: PipelineState) -> dict[str, str]:
+    """Creator and source as mlflow.start_run would set them, and the pipeline's tags."""
+    from mlflow.tracking.context.registry import resolve_tags
+
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "unknown"
+    standard = resolve_tags()
+    standard.update(
+        {
+            "mlflow.user": standard.get("mlflow.user") or user,
+            "mlflow.source.type": "LOCAL",
+            "mlflow.source.name": "dvc repro: pipeline/stages/track.py",
+        }
+    )
+    return {**standard, **state.tags}
+
+
+def dataset_input(state: PipelineState):
+    """The sequences as an MLflow dataset: DVC's md5 as digest, its path as source."""
+    if state.sequences is None:
+        return None
+    import mlflow.data
+    from mlflow.entities import DatasetInput, InputTag
+
+    path = state.cfg.paths.sequences
+    digest = state.tags.get("dvc.data_md5") or None
+    with warnings.catch_warnings():
+        # Two registered sources claim a local path (the same class), and integer
+        # columns draw a hint about missing values: neither applies here.
+        warnings.filterwarnings("ignore", message="The specified dataset source")
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        dataset = mlflow.data.from_pandas(
+            state.sequences, source=path, name=Path(path).stem, digest=digest
+        )
+    return DatasetInput(
+        dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "training")]
+    )
+
+
 def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     from mlflow.tracking import MlflowClient
 
@@ -266,19 +426,20 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     if existing:
         return existing, False
 
-    document = state.metrics
-    params = flatten(to_container(state.cfg))
-    cross_seed = {k: v for k, v in document.items() if k not in ("data", "runs")}
-    parent_values = {**{f"data.{k}": v for k, v in document["data"].items()}, **cross_seed}
-    if state.study is not None:  # no child run per study seed: 1000 would swamp the UI
-        parent_values.update(nested_metrics(state.study, "study/"))
-    if state.study_faithfulness is not None:
-        explainers = state.study_faithfulness["explainers"]
-        parent_values.update(nested_metrics(explainers, "faithfulness/study/"))
     name = version_label(state.tags)
-    parent = _log_run(client, experiment_id, name, state.tags, params, parent_values)
+    baseline, label = baseline_config(store_root())
+    tags = {
+        **run_tags(state),
+        "version": name,
+        "mlflow.note.content": description(state, baseline, label),
+    }
+    dataset = dataset_input(state)
+    params = number_params(state.cfg)
+    parent = _log_run(
+        client, experiment_id, name, tags, params, parent_metrics(state), dataset=dataset
+    )
     try:
-        _log_children_and_artifacts(client, experiment_id, parent, state)
+        _log_children_and_artifacts(client, experiment_id, parent, state, tags, dataset)
     except BaseException:
         client.set_terminated(parent, "FAILED")
         raise
@@ -294,24 +455,43 @@ def nested_metrics(document: dict, prefix: str) -> dict[str, float]:
     for key, value in document.items():
         if isinstance(value, dict):
             values.update(nested_metrics(value, f"{prefix}{key}/"))
+        elif isinstance(value, list):
+            values.update(nested_metrics(dict(enumerate(value)), f"{prefix}{key}/"))
         else:
             values[f"{prefix}{key}"] = float(value)
     return values
 
 
-def _log_children_and_artifacts(client, experiment_id: str, parent: str, state) -> None:
+def _log_children_and_artifacts(
+    client, experiment_id: str, parent: str, state, parent_tags: dict, dataset
+) -> None:
+    """A run per lesson seed, named `<version> / seed <k>` and tagged with the version
+    and the params that differ from the defaults, so the UI can group by version."""
     battery = (state.faithfulness or {}).get("runs", {})
+    version = parent_tags["version"]
+    differing = {key: new for key, (_, new) in changed_params(state.cfg, Config()).items()}
+    inherited = {k: v for k, v in parent_tags.items() if k != "mlflow.note.content"}
     for seed, numbers in state.metrics["runs"].items():
-        child_tags = {"mlflow.parentRunId": parent, "seed": seed, **state.tags}
-        numbers = {**numbers, **nested_metrics(battery.get(seed, {}), "faithfulness/")}
+        child_tags = {
+            **inherited,
+            **differing,
+            "mlflow.parentRunId": parent,
+            "seed": seed,
+            "mlflow.note.content": f"{version}, run {seed} of train.seeds",
+        }
+        values = {
+            **nested_metrics(numbers, "lesson/"),
+            **nested_metrics(battery.get(seed, {}), "faithfulness/"),
+        }
         child = _log_run(
             client,
             experiment_id,
-            f"seed {seed}",
+            f"{version} / seed {seed}",
             child_tags,
             {"seed": seed},
-            numbers,
+            values,
             state.curves[state.curves["seed"] == int(seed)],
+            dataset,
         )
         client.set_terminated(child)
     for path in state.artifacts:
@@ -321,12 +501,16 @@ def _log_children_and_artifacts(client, experiment_id: str, parent: str, state) 
             # The study's files under study/: its faithfulness.json is not the lesson's.
             folder = "study" if path.parent.name == "study" else None
             client.log_artifact(parent, str(path), artifact_path=folder)
+    if state.report_html is not None:
+        client.log_text(parent, state.report_html, "report.html")
 
 
 def search_parent_runs(uri: str, experiment: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(parent runs, child runs) of completely logged states, as mlflow.search_runs frames."""
     import mlflow
+    import pandas as pd
 
+    check_server(uri)
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
         raise TrackingError(f"cannot read MLflow store {uri}: no such database")
     mlflow.set_tracking_uri(uri)
@@ -337,5 +521,6 @@ def search_parent_runs(uri: str, experiment: str) -> tuple[pd.DataFrame, pd.Data
     if runs.empty or f"tags.{STATE_TAG}" not in runs:
         return runs.iloc[:0], runs.iloc[:0]
     parents = runs[runs[f"tags.{STATE_TAG}"].notna()]
-    children = runs[runs["tags.mlflow.parentRunId"].isin(parents["run_id"])]
+    parent_ids = runs.get("tags.mlflow.parentRunId", pd.Series(index=runs.index, dtype=object))
+    children = runs[parent_ids.isin(parents["run_id"])]
     return parents, children

@@ -91,10 +91,10 @@ def test_repro_logs_one_parent_and_a_child_per_seed(repo):
         assert tags[f"tags.{tag}"], tag
     assert tags["tags.device"] == "cpu" or tags["tags.device"] == "cuda"
     metrics = json.loads((repo / "reports/metrics.json").read_text())
-    assert parents.iloc[0]["metrics.seed_gap"] == metrics["seed_gap"]
+    assert parents.iloc[0]["metrics.gap/seed_gap"] == metrics["seed_gap"]
     client = MlflowClient(f"sqlite:///{repo / 'mlflow.db'}")
     for run_id in children["run_id"]:
-        assert len(client.get_metric_history(run_id, "train_loss_curve")) == 200
+        assert len(client.get_metric_history(run_id, "train/loss")) == 200
     # The seed study: summary on the parent, per-seed table as an artifact, no child per seed.
     summary = json.loads((repo / "reports/study/summary.json").read_text())
     assert (
@@ -347,7 +347,7 @@ def test_mlflow_server_serves_the_runs(repo):
         metric["value"]
         for run in runs
         for metric in run["data"].get("metrics", [])
-        if metric["key"] == "seed_gap"
+        if metric["key"] == "gap/seed_gap"
     ]
     assert round(min(gaps, key=lambda g: abs(g - 0.1056)), 4) == 0.1056
     seeds = {t["value"] for r in runs for t in r["data"].get("tags", []) if t["key"] == "seed"}

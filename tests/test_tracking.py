@@ -48,17 +48,30 @@ def test_one_parent_and_a_child_per_seed_with_every_number(default_cfg, store):
     assert list(parents["run_id"]) == [parent_id] and len(children) == 2
     metrics = json.loads((REPORTS / "metrics.json").read_text())
     parent = parents.iloc[0]
-    assert parent["metrics.seed_gap"] == metrics["seed_gap"]  # full precision
-    assert parent["metrics.data.baseline"] == metrics["data"]["baseline"]
+    # The gap under gap/, at full precision; the data checks under data/.
+    assert parent["metrics.gap/seed_gap"] == metrics["seed_gap"]
+    assert parent["metrics.gap/heldout_mean"] == metrics["heldout_accuracy_mean"]
+    assert parent["metrics.gap/heldout_std"] == metrics["heldout_accuracy_std"]
+    heldout = [run["heldout_accuracy"] for run in metrics["runs"].values()]
+    assert parent["metrics.gap/heldout_min"] == min(heldout)
+    assert parent["metrics.gap/heldout_max"] == max(heldout)
+    assert parent["metrics.data/baseline"] == metrics["data"]["baseline"]
+    assert parent["metrics.model/parameters"] == metrics["parameters"] == 19
     assert parent["params.train.lr"] == "0.6" and parent["params.train.seeds"] == "[1, 2]"
+    # Constant settings are not params.
+    assert not [c for c in parents.columns if c.startswith(("params.paths.", "params.tracking."))]
     client = MlflowClient(store)
     for _, child in children.iterrows():
         seed = child["tags.seed"]
         for key, value in metrics["runs"][seed].items():
-            assert child[f"metrics.{key}"] == value
-        assert round(child["metrics.heldout_accuracy"], 4) == GOLDEN_RUNS[seed]["heldout_accuracy"]
-        losses = client.get_metric_history(child["run_id"], "train_loss_curve")
-        assert [m.step for m in losses] == list(range(200))
+            assert child[f"metrics.lesson/{key}"] == value
+        assert (
+            round(child["metrics.lesson/heldout_accuracy"], 4)
+            == GOLDEN_RUNS[seed]["heldout_accuracy"]
+        )
+        for curve in ("train/loss", "train/accuracy"):
+            history_ = client.get_metric_history(child["run_id"], curve)
+            assert [m.step for m in history_] == list(range(200))
     artifacts = [a.path for a in client.list_artifacts(parent_id)]
     assert "metrics.json" in artifacts
     # The seed study: its numbers on the parent under study/, no run per study seed.
@@ -87,6 +100,90 @@ def test_one_parent_and_a_child_per_seed_with_every_number(default_cfg, store):
         parent["metrics.faithfulness/study/attention/hit_at_1/share_first"]
         == (study_battery["attention"]["hit_at_1"]["share_first"])
     )
+
+
+def test_runs_name_their_version_describe_the_change_and_say_who_logged_them(default_cfg, store):
+    state = committed_state(default_cfg, store, **{"dvc.exp_name": "lower-lr"})
+    state.cfg = replace(state.cfg, train=replace(state.cfg.train, lr=0.3))
+    tracking.log_state(state)
+    parents, children = tracking.search_parent_runs(store, "test")
+    parent = parents.iloc[0]
+    assert parent["tags.mlflow.runName"] == parent["tags.version"] == "lower-lr"
+    assert parent["tags.mlflow.note.content"] == (
+        "train.lr 0.6\u21920.3; gap 0.1056 (held-out 0.8889\u20130.9944)"
+    )
+    for tag in ("mlflow.user", "mlflow.source.name", "mlflow.source.type"):
+        assert parent[f"tags.{tag}"], tag
+    assert sorted(children["tags.mlflow.runName"]) == ["lower-lr / seed 1", "lower-lr / seed 2"]
+    assert set(children["tags.version"]) == {"lower-lr"}
+    assert set(children["tags.train.lr"]) == {"0.3"}  # what differs from the defaults
+    assert "tags.train.epochs" not in children  # what does not
+
+
+def test_an_unchanged_config_says_so(default_cfg, store):
+    tracking.log_state(committed_state(default_cfg, store))
+    parents, _ = tracking.search_parent_runs(store, "test")
+    assert parents.iloc[0]["tags.mlflow.note.content"].startswith(
+        "no change against the lesson's defaults; gap 0.1056"
+    )
+
+
+def test_sequences_are_the_runs_dataset_with_dvcs_md5(default_cfg, store):
+    from mlflow.tracking import MlflowClient
+
+    state = committed_state(default_cfg, store, **{"dvc.data_md5": "0123456789abcdef" * 2})
+    state.sequences = pd.read_parquet(PROJECT_ROOT / "data/sequences.parquet")
+    parent_id, _ = tracking.log_state(state)
+    _, children = tracking.search_parent_runs(store, "test")
+    client = MlflowClient(store)
+    for run_id in [parent_id, *children["run_id"]]:
+        (logged,) = client.get_run(run_id).inputs.dataset_inputs
+        assert logged.dataset.digest == "0123456789abcdef" * 2
+        assert json.loads(logged.dataset.source) == {"uri": "data/sequences.parquet"}
+        assert json.loads(logged.dataset.profile)["num_rows"] == 720
+        assert [(t.key, t.value) for t in logged.tags] == [("mlflow.data.context", "training")]
+
+
+def test_the_html_report_is_an_artifact(default_cfg, store):
+    from mlflow.tracking import MlflowClient
+
+    state = committed_state(default_cfg, store)
+    state.report_html = "<html><body>report</body></html>"
+    parent_id, _ = tracking.log_state(state)
+    path = MlflowClient(store).download_artifacts(parent_id, "report.html")
+    assert Path(path).read_text() == state.report_html
+
+
+def test_tracking_uri_comes_from_the_config_then_the_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert tracking.store_uri(TrackingConfig()) == f"sqlite:///{tmp_path / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
+    assert tracking.store_uri(TrackingConfig()) == "http://127.0.0.1:5999"
+    assert tracking.store_uri(TrackingConfig(uri="sqlite:///x.db")) == "sqlite:///x.db"
+
+
+def test_an_unreachable_server_fails_fast_naming_the_uri(default_cfg, monkeypatch):
+    import socket
+
+    monkeypatch.setattr(tracking, "SERVER_TIMEOUT_S", 1)
+    with socket.socket() as silent:  # accepts connections, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        uri = f"http://127.0.0.1:{silent.getsockname()[1]}"
+        with pytest.raises(TrackingError, match="cannot reach MLflow tracking server") as err:
+            tracking.log_state(committed_state(default_cfg, uri))
+    assert uri in str(err.value)
+    # Now nothing listens there: refused at once.
+    with pytest.raises(TrackingError, match=f"cannot reach MLflow tracking server {uri}"):
+        tracking.search_parent_runs(uri, "test")
+
+
+def test_a_lock_file_that_cannot_be_created_says_so(default_cfg, tmp_path):
+    uri = f"sqlite:///{tmp_path / 'no-such-dir' / 'mlflow.db'}"
+    with pytest.raises(TrackingError, match="cannot create the lock file") as err:
+        tracking.log_state(committed_state(default_cfg, uri))
+    assert uri in str(err.value) and "\n" not in str(err.value)
 
 
 def test_the_same_state_is_logged_once(default_cfg, store):
@@ -161,8 +258,50 @@ def test_history_has_a_row_per_version_and_the_params_that_differ(default_cfg, s
     assert plot.read_bytes().startswith(b"\x89PNG")
 
 
+def _log_old_names(uri: str) -> None:
+    """A version as stores written before the metric namespaces hold it."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    experiment = client.get_experiment_by_name("test").experiment_id
+    parent = client.create_run(experiment, run_name="old-version")
+    client.log_metric(parent.info.run_id, "seed_gap", 0.25)
+    client.log_param(parent.info.run_id, "train.lr", "0.6")
+    for seed, accuracy in (("1", 0.5), ("2", 0.75)):
+        tags = {"mlflow.parentRunId": parent.info.run_id, "seed": seed}
+        child = client.create_run(experiment, run_name=f"seed {seed}", tags=tags)
+        for key, value in (("heldout_accuracy", accuracy), ("marker_mass", 0.5)):
+            client.log_metric(child.info.run_id, key, value)
+        client.log_metric(child.info.run_id, "weight_effect_agreement", 1.0)
+    client.set_tag(parent.info.run_id, tracking.STATE_TAG, "old")
+
+
+def test_history_reads_stores_written_with_the_old_metric_names(default_cfg, store, capsys):
+    tracking.log_state(committed_state(default_cfg, store))
+    _log_old_names(store)
+    history.main(["--uri", store, "--experiment", "test"])
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert [row[:4] for row in rows] == [
+        ["abc1234", "0.1056", "0.8889", "0.9944"],
+        ["old-version", "0.2500", "0.5000", "0.7500"],
+    ]
+
+
+def test_history_names_a_store_it_cannot_read(store, capsys):
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(store)
+    experiment = client.create_experiment("test")
+    run = client.create_run(experiment, tags={tracking.STATE_TAG: "x"})
+    client.log_metric(run.info.run_id, "accuracy", 1.0)
+    with pytest.raises(SystemExit) as exit_:
+        history.main(["--uri", store, "--experiment", "test"])
+    assert store in str(exit_.value) and "gap/seed_gap" in str(exit_.value)
+
+
 def test_store_is_anchored_at_dvc_root(monkeypatch, tmp_path):
     monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     assert tracking.store_uri(TrackingConfig()) == f"sqlite:///{tmp_path / 'mlflow.db'}"
     assert tracking.artifact_location() == (tmp_path / "mlartifacts").as_uri()
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 from pipeline import provenance, tracking
 from pipeline.config import PARAMS_FILE, Config, load_params
-from pipeline.files import read_csv, read_json, read_parquet, write_json
+from pipeline.files import read_csv, read_json, read_parquet, require, write_json
+from pipeline.html_report import html_report
 from pipeline.stages import entry
 
 
@@ -35,12 +36,15 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         cfg.paths.faithfulness,
         cfg.paths.study_faithfulness,
     ]
+    report = Path(cfg.paths.report)
     return tracking.PipelineState(
         cfg=cfg,
         metrics=read_json(cfg.paths.metrics),
         curves=curves,
         tags=tags,
         artifacts=[Path(p) for p in candidates if Path(p).exists()],
+        sequences=read_parquet(cfg.paths.sequences),
+        report_html=html_report(require(report).read_text(), report.parent),
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
         study_faithfulness=read_json(cfg.paths.study_faithfulness),

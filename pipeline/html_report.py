@@ -1,0 +1,50 @@
+"""report.md as one self-contained HTML page, its figures embedded.
+
+MLflow's artifact view previews HTML but shows the images of a Markdown file as
+link text, so the track stage logs this rendering beside report.md.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import mimetypes
+from pathlib import Path
+
+STYLE = """
+body { font-family: sans-serif; max-width: 60rem; margin: 1rem auto; line-height: 1.4; }
+table { border-collapse: collapse; margin: 0.5rem 0; }
+th, td { border: 1px solid #ccc; padding: 0.2rem 0.5rem; text-align: right; }
+img { max-width: 100%; }
+code, pre { background: #f4f4f4; }
+"""
+
+
+def embed_images(tokens: list, base: Path) -> None:
+    """Replace each local image link (relative to `base`) by a data: URI, in place."""
+    for token in tokens:
+        for child in token.children or []:
+            if child.type != "image":
+                continue
+            path = base / str(child.attrGet("src"))
+            if not path.is_file():
+                continue
+            mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+            payload = base64.b64encode(path.read_bytes()).decode("ascii")
+            child.attrSet("src", f"data:{mime};base64,{payload}")
+
+
+def html_report(markdown: str, base: Path, title: str = "report") -> str:
+    """The whole page: `markdown` rendered (CommonMark and tables) with the images it
+    links, relative to `base`, embedded."""
+    from markdown_it import MarkdownIt
+
+    parser = MarkdownIt("commonmark").enable("table")
+    tokens = parser.parse(markdown)
+    embed_images(tokens, base)
+    body = parser.renderer.render(tokens, parser.options, {})
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f"<title>{html.escape(title)}</title><style>{STYLE}</style></head>\n"
+        f"<body>\n{body}</body></html>\n"
+    )
