@@ -248,6 +248,17 @@ def image_lines(images: list[tuple[str, str]]) -> list[str]:
     return [f"![{caption}]({link})" for caption, link in images]
 
 
+def heatmap_cap(runs: int, shown: int) -> list[str]:
+    """Why fewer heatmaps than runs: said in the report, not left to be noticed."""
+    if shown == 0 or shown >= runs:
+        return []
+    return [
+        f"Heatmaps for the first {shown} of {runs} runs only: one picture per run would "
+        "drown the report. Every run's weights are in steps.csv, and its marker mass and "
+        "argmax hit in the table above."
+    ]
+
+
 def markdown_report(
     document: dict,
     steps: pd.DataFrame,
@@ -290,6 +301,7 @@ def markdown_report(
         f"First held-out sequence, marked step {first_marked_step(steps)}:",
         first_weights_markdown(steps, golden),
         *image_lines(images.get("weights", [])),
+        *heatmap_cap(len(document["runs"]), len(images.get("weights", []))),
         "## Ablation",
         "Removing step t from the softmax moves P(y=1) by the effect of t.",
         runs_markdown(document, "ablation", golden, high, low),

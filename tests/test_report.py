@@ -15,9 +15,10 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline import figures, frames, golden, reading, study
+from pipeline import figures, frames, golden, reading, report, study
 from pipeline.config import (
     PROJECT_ROOT,
+    Config,
     ConfigError,
     EvalConfig,
     PathsConfig,
@@ -183,6 +184,12 @@ def test_long_seed_lists_cap_the_per_seed_figures(small_lesson):
     pngs = figures.lesson_figures(many, steps, curves, 0.5, 0.05)
     heatmaps = [f.name for f in pngs if f.name.startswith("attention_seed_")]
     assert len(heatmaps) == figures.MAX_SEEDS_SHOWN
+    # The report says so, and why.
+    images = {"weights": [(f.caption, f.name) for f in pngs if f.section == "weights"]}
+    markdown = report.markdown_report(many, steps, Config(), False, images)
+    assert "Heatmaps for the first 4 of 6 runs only: one picture per run" in markdown
+    single = report.markdown_report(document, steps, Config(), False, images)
+    assert "Heatmaps for the first" not in single
 
 
 def test_stale_seed_figures_are_removed(tmp_path):
