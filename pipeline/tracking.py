@@ -411,9 +411,8 @@ def dataset_input(state: PipelineState):
         dataset = mlflow.data.from_pandas(
             state.sequences, source=path, name=Path(path).stem, digest=digest
         )
-    return DatasetInput(
-        dataset._to_mlflow_entity(), tags=[InputTag("mlflow.data.context", "training")]
-    )
+        entity = dataset._to_mlflow_entity()  # infers the schema
+    return DatasetInput(entity, tags=[InputTag("mlflow.data.context", "training")])
 
 
 def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:

@@ -1,0 +1,199 @@
+"""Drive MLflow's web UI in a real headless browser: README screenshots and the
+slow UI test (tests/test_ui.py).
+
+    python scripts/mlflow_ui.py STORE_DB OUT_DIR
+
+serves STORE_DB (a SQLite MLflow store) with `mlflow ui` on a free loopback port
+and writes the README's screenshots into OUT_DIR. The browser is Debian's
+chromium (`apt install chromium`), driven by playwright's Python API; playwright
+downloads no browser of its own.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+# Without these, chromium keeps trying to reach Google's hosts on a closed network.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+START_TIMEOUT_S = 120
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextmanager
+def mlflow_ui(store: Path, artifacts: Path | None = None) -> Iterator[str]:
+    """`mlflow ui` over a SQLite store on a free loopback port; yields its base URL."""
+    port = free_port()
+    command = [
+        sys.executable, "-m", "mlflow", "ui",
+        "--backend-store-uri", f"sqlite:///{Path(store).resolve()}",
+        "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+    ]  # fmt: skip
+    if artifacts is not None:
+        command += ["--default-artifact-root", Path(artifacts).resolve().as_uri()]
+    server = subprocess.Popen(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            if server.poll() is not None:
+                raise RuntimeError(f"mlflow ui exited: {server.stderr.read().decode()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"mlflow ui did not answer on {url}") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        os.killpg(server.pid, 15)
+        server.wait(timeout=30)
+
+
+@contextmanager
+def chromium_page(width: int = 1500, height: int = 900):
+    """A playwright page in headless Debian chromium."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            yield page
+        finally:
+            browser.close()
+
+
+GAP_COLUMNS = [
+    "gap/seed_gap",
+    "gap/heldout_min",
+    "gap/heldout_max",
+    "study/pair_gap/p_at_least_observed",
+]
+
+
+def page_state(experiment_id: str, group_by_version: bool) -> str:
+    """A script that seeds the browser's localStorage as if a user had chosen the
+    Model-training view, closed the assistant, picked the gap columns and (for
+    the charts) grouped the runs by their `version` tag."""
+    import json
+
+    state = {
+        "searchFilter": "",
+        "orderByKey": "attributes.start_time",
+        "orderByAsc": True,
+        "startTime": "ALL",
+        "lifecycleFilter": "Active",
+        "datasetsFilter": [],
+        "modelVersionFilter": "All Runs",
+        "selectedColumns": [f"metrics.`{name}`" for name in GAP_COLUMNS]
+        + ["params.`train.lr`", "params.`data.seed`", "params.`train.seeds`"],
+        "runsHiddenMode": "SHOW_ALL",
+        "hideEmptyCharts": True,
+        "useGroupedValuesInCharts": True,
+        "groupBy": {
+            "aggregateFunction": "average",
+            "groupByKeys": [{"mode": "tag", "groupByData": "version"}],
+        }
+        if group_by_version
+        else None,
+    }
+    items = {
+        f'MLflowLocalStorage-1.1-ExperimentPage-["{experiment_id}"]-ReactComponentState': (
+            json.dumps(state)
+        ),
+        "mlflow.workflowType_v1": "machine_learning",
+        "mlflow.assistant.panelOpen_v1": "false",
+        "mlflow.assistant.fab.autoOpenedOnFirstLoad_v1": "true",
+    }
+    return "".join(
+        f"localStorage.setItem({json.dumps(k)}, {json.dumps(v)});" for k, v in items.items()
+    )
+
+
+def runs_url(base: str, experiment_id: str, mode: str = "TABLE") -> str:
+    """The experiment's training-runs view: `workflowType=machine_learning` opens
+    it instead of the GenAI overview (MLflow 3 remembers the choice per browser)."""
+    return (
+        f"{base}/#/experiments/{experiment_id}/runs"
+        f"?workflowType=machine_learning&compareRunsMode={mode}"
+    )
+
+
+def show_charts(page, search: str) -> None:
+    """Filter the chart view to the charts whose metric name contains `search`."""
+    box = page.locator('input[placeholder="Search metric charts"]:visible')
+    box.wait_for(timeout=120_000)
+    box.fill(search, timeout=120_000)  # disabled until the runs have loaded
+
+
+def screenshots(store: Path, artifacts: Path, out: Path, experiment: str) -> list[Path]:
+    """The README's three pictures: the runs table with the gap columns, the gap
+    per version, and the training loss grouped by version (mean line, min-max band)."""
+    import sqlite3
+    from contextlib import closing
+
+    with closing(sqlite3.connect(store)) as db:
+        (experiment_id,) = db.execute(
+            "SELECT experiment_id FROM experiments WHERE name = ?", (experiment,)
+        ).fetchone()
+    out.mkdir(parents=True, exist_ok=True)
+    shots = []
+    with mlflow_ui(store, artifacts) as base, chromium_page() as page:
+        page.add_init_script(page_state(str(experiment_id), group_by_version=False))
+        page.goto(runs_url(base, experiment_id))
+        page.get_by_text("gap/seed_gap").first.wait_for(timeout=120_000)
+        page.wait_for_timeout(2000)
+        shots.append(out / "mlflow-runs-table.png")
+        page.screenshot(path=shots[-1])
+
+        page.goto(runs_url(base, experiment_id, "CHART"))
+        show_charts(page, "gap/")
+        page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+        page.wait_for_timeout(3000)
+        shots.append(out / "mlflow-gap-per-version.png")
+        page.screenshot(path=shots[-1])
+
+    with mlflow_ui(store, artifacts) as base, chromium_page() as page:
+        page.add_init_script(page_state(str(experiment_id), group_by_version=True))
+        page.goto(runs_url(base, experiment_id, "CHART"))
+        show_charts(page, "train/loss")
+        page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+        page.wait_for_timeout(5000)
+        shots.append(out / "mlflow-loss-by-version.png")
+        page.screenshot(path=shots[-1])
+    return shots
+
+
+if __name__ == "__main__":
+    store_db, out_dir = Path(sys.argv[1]), Path(sys.argv[2])
+    for shot in screenshots(
+        store_db, store_db.parent / "mlartifacts", out_dir, "attention-faithfulness"
+    ):
+        print(f"wrote {shot}")

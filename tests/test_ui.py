@@ -1,0 +1,48 @@
+"""MLflow's web UI in a real headless browser (Debian's chromium via playwright):
+the versions and the gap chart a user looks for are on the page."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pipeline import tracking
+from scripts.mlflow_ui import CHROMIUM, chromium_page, mlflow_ui, runs_url, show_charts
+from tests.test_tracking import committed_state
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def two_versions(default_cfg, tmp_path, monkeypatch) -> Path:
+    if not Path(CHROMIUM).exists():
+        if os.environ.get("CI"):
+            pytest.fail(f"no browser at {CHROMIUM}: .ci/run installs Debian's chromium")
+        pytest.skip(f"no browser at {CHROMIUM} (apt install chromium)")
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))  # artifacts under tmp_path/mlartifacts
+    store = tmp_path / "mlflow.db"
+    uri = f"sqlite:///{store}"
+    tracking.log_state(committed_state(default_cfg, uri, **{"dvc.exp_name": "lesson-main"}))
+    lower = committed_state(default_cfg, uri, **{"dvc.exp_name": "lower-lr"})
+    lower.cfg = replace(lower.cfg, train=replace(lower.cfg.train, lr=0.3))
+    lower.metrics["seed_gap"] = 0.2167
+    tracking.log_state(lower)
+    return store
+
+
+def test_the_runs_view_shows_each_version_and_the_gap_chart(two_versions):
+    artifacts = two_versions.parent / "mlartifacts"
+    with mlflow_ui(two_versions, artifacts) as base, chromium_page() as page:
+        # The experiment's id is 1 in a fresh store (0 is Default).
+        page.goto(runs_url(base, "1"))
+        for version in ("lesson-main", "lower-lr"):
+            page.get_by_text(version, exact=True).first.wait_for(timeout=120_000)
+        page.goto(runs_url(base, "1", "CHART"))
+        show_charts(page, "gap/seed_gap")
+        title = page.get_by_text("gap/seed_gap", exact=True)
+        title.first.wait_for(timeout=120_000)
+        page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+        assert page.get_by_text("lower-lr").count() >= 1
