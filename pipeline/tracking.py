@@ -220,11 +220,38 @@ def _metric_batches(values: dict[str, float], curves: pd.DataFrame | None = None
         yield metrics[start : start + BATCH]
 
 
+GAP_VIEW = "gap"  # #/experiments/<id>/runs?viewStateShareKey=gap opens this view
+# MLflow's UI restores a runs view saved as the experiment tag
+# mlflow.sharedViewState.<key>: the gap columns, the params that vary between
+# versions, and seed runs grouped by version (mean line, min-max band in charts).
+GAP_VIEW_STATE = {
+    "selectedColumns": [
+        f"metrics.`{name}`"
+        for name in ("gap/seed_gap", "gap/heldout_min", "gap/heldout_max", "gap/heldout_mean")
+    ]
+    + ["tags.`version`", "attributes.`Description`"],
+    "orderByKey": "attributes.start_time",
+    "orderByAsc": True,
+    "groupBy": {
+        "aggregateFunction": "average",
+        "groupByKeys": [{"mode": "tag", "groupByData": "version"}],
+    },
+    "chartsSearchFilter": "gap/",
+    "runsHiddenMode": "SHOW_ALL",
+}
+
+
 def _experiment_id(client, name: str) -> str:
     experiment = client.get_experiment_by_name(name)
-    if experiment is not None:
-        return experiment.experiment_id
-    return client.create_experiment(name, artifact_location=artifact_location())
+    if experiment is None:
+        experiment_id = client.create_experiment(name, artifact_location=artifact_location())
+    else:
+        experiment_id = experiment.experiment_id
+    if experiment is None or f"mlflow.sharedViewState.{GAP_VIEW}" not in experiment.tags:
+        client.set_experiment_tag(
+            experiment_id, f"mlflow.sharedViewState.{GAP_VIEW}", json.dumps(GAP_VIEW_STATE)
+        )
+    return experiment_id
 
 
 def _find_state(client, experiment_id: str, digest: str) -> str | None:

@@ -137,12 +137,14 @@ def page_state(experiment_id: str, group_by_version: bool) -> str:
     )
 
 
-def runs_url(base: str, experiment_id: str, mode: str = "TABLE") -> str:
+def runs_url(base: str, experiment_id: str, mode: str = "TABLE", view: str | None = None) -> str:
     """The experiment's training-runs view: `workflowType=machine_learning` opens
-    it instead of the GenAI overview (MLflow 3 remembers the choice per browser)."""
+    it instead of the GenAI overview (MLflow 3 remembers the choice per browser);
+    `view` names a view saved on the experiment (pipeline.tracking.GAP_VIEW)."""
+    shared = f"&viewStateShareKey={view}" if view else ""
     return (
         f"{base}/#/experiments/{experiment_id}/runs"
-        f"?workflowType=machine_learning&compareRunsMode={mode}"
+        f"?workflowType=machine_learning&compareRunsMode={mode}{shared}"
     )
 
 

@@ -120,6 +120,16 @@ def test_runs_name_their_version_describe_the_change_and_say_who_logged_them(def
     assert "tags.train.epochs" not in children  # what does not
 
 
+def test_the_experiment_carries_the_gap_view(default_cfg, store):
+    from mlflow.tracking import MlflowClient
+
+    tracking.log_state(committed_state(default_cfg, store))
+    tags = MlflowClient(store).get_experiment_by_name("test").tags
+    view = json.loads(tags[f"mlflow.sharedViewState.{tracking.GAP_VIEW}"])
+    assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "version"}]
+    assert "metrics.`gap/seed_gap`" in view["selectedColumns"]
+
+
 def test_an_unchanged_config_says_so(default_cfg, store):
     tracking.log_state(committed_state(default_cfg, store))
     parents, _ = tracking.search_parent_runs(store, "test")
