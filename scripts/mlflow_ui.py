@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pipeline.tracking import GAP_VIEW
+
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # Without these, chromium keeps trying to reach Google's hosts on a closed network.
 CHROMIUM_ARGS = [
@@ -156,7 +158,7 @@ def show_charts(page, search: str) -> None:
 
 
 def screenshots(store: Path, artifacts: Path, out: Path, experiment: str) -> list[Path]:
-    """The README's three pictures: the runs table with the gap columns, the gap
+    """The README's three pictures: the saved gap view (runs table), the gap
     per version, and the training loss grouped by version (mean line, min-max band)."""
     import sqlite3
     from contextlib import closing
@@ -166,30 +168,29 @@ def screenshots(store: Path, artifacts: Path, out: Path, experiment: str) -> lis
             "SELECT experiment_id FROM experiments WHERE name = ?", (experiment,)
         ).fetchone()
     out.mkdir(parents=True, exist_ok=True)
+    experiment_id = str(experiment_id)
     shots = []
-    with mlflow_ui(store, artifacts) as base, chromium_page() as page:
-        page.add_init_script(page_state(str(experiment_id), group_by_version=False))
-        page.goto(runs_url(base, experiment_id))
-        page.get_by_text("gap/seed_gap").first.wait_for(timeout=120_000)
-        page.wait_for_timeout(2000)
-        shots.append(out / "mlflow-runs-table.png")
-        page.screenshot(path=shots[-1])
-
-        page.goto(runs_url(base, experiment_id, "CHART"))
-        show_charts(page, "gap/")
-        page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
-        page.wait_for_timeout(3000)
-        shots.append(out / "mlflow-gap-per-version.png")
-        page.screenshot(path=shots[-1])
-
-    with mlflow_ui(store, artifacts) as base, chromium_page() as page:
-        page.add_init_script(page_state(str(experiment_id), group_by_version=True))
-        page.goto(runs_url(base, experiment_id, "CHART"))
-        show_charts(page, "train/loss")
-        page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
-        page.wait_for_timeout(5000)
-        shots.append(out / "mlflow-loss-by-version.png")
-        page.screenshot(path=shots[-1])
+    # One fresh browser per picture: the saved view would otherwise stay in force.
+    with mlflow_ui(store, artifacts) as base:
+        with chromium_page() as page:
+            page.add_init_script(page_state(experiment_id, group_by_version=False))
+            page.goto(runs_url(base, experiment_id, view=GAP_VIEW))
+            page.get_by_text("gap/seed_gap").first.wait_for(timeout=120_000)
+            page.wait_for_timeout(2000)
+            shots.append(out / "mlflow-runs-table.png")
+            page.screenshot(path=shots[-1])
+        for grouped, search, name in (
+            (False, "gap/", "mlflow-gap-per-version.png"),
+            (True, "train/loss", "mlflow-loss-by-version.png"),
+        ):
+            with chromium_page() as page:
+                page.add_init_script(page_state(experiment_id, group_by_version=grouped))
+                page.goto(runs_url(base, experiment_id, "CHART"))
+                show_charts(page, search)
+                page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+                page.wait_for_timeout(5000)
+                shots.append(out / name)
+                page.screenshot(path=shots[-1])
     return shots
 
 
