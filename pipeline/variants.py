@@ -152,6 +152,13 @@ def to_flat(params: AnyParams) -> torch.Tensor:
     return torch.cat([t.reshape(params.runs, -1) for t in params.tensors()], dim=1)
 
 
+def with_tensors(params: AnyParams, tensors: list[torch.Tensor]) -> AnyParams:
+    """The same kind of parameters holding `tensors` (in `tensors()` order)."""
+    if isinstance(params, Params):
+        return Params(*tensors)
+    return VariantParams(params.cfg, dict(zip(params.named, tensors, strict=True)))
+
+
 def init_params(
     data_seed: int,
     run_seeds: list[int],
@@ -243,8 +250,10 @@ def scores_and_readouts(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per head and step: pooling scores and readouts w_h . V_{h,t}, (..., S, N, H, T) each."""
     x = pooled_inputs(params, inputs)
-    heads = params.cfg.heads if params.cfg.kind == "multihead" else None
-    views = [lesson_view(params)] if heads is None else [lesson_view(params, h) for h in range(heads)]
+    if params.cfg.kind == "multihead":
+        views = [lesson_view(params, h) for h in range(params.cfg.heads)]
+    else:
+        views = [lesson_view(params)]
     scores = [model.project(x, model.key_direction(v)) for v in views]
     readouts = [model.project(x, model.value_direction(v)) for v in views]
     return torch.stack(scores, -2), torch.stack(readouts, -2)
