@@ -196,39 +196,48 @@ def lesson_view(params: VariantParams, head: int | None = None) -> Params:
     return Params(n["Wk"][:, head], n["Wv"][:, head], n["q"][:, head], readout, n["b"])
 
 
-def mix(inputs: torch.Tensor, matrix: torch.Tensor) -> torch.Tensor:
-    """Per-step linear map: inputs (..., N, T, C) or (..., S, N, T, C), matrix (S, D, C)
-    -> (..., S, N, T, D); elementwise over C like model.project."""
-    weights = matrix[:, None, None]  # (S, 1, 1, D, C)
-    out = inputs[..., 0, None] * weights[..., 0]
-    for c in range(1, inputs.shape[-1]):
-        out = out + inputs[..., c, None] * weights[..., c]
-    return out
+def shifted(steps_last: torch.Tensor, offset: int) -> torch.Tensor:
+    """Step t takes the value of step t - offset (zero before step 0): (..., T)."""
+    if offset == 0:
+        return steps_last
+    return torch.nn.functional.pad(steps_last, (offset, 0))[..., : steps_last.shape[-1]]
 
 
 def window_layer(params: VariantParams, inputs: torch.Tensor) -> torch.Tensor:
     """h = x + causal sliding-window self-attention of x: (..., S, N, T, C).
 
-    Banded: for each offset o = 0..w-1, position t attends to t - o (where t >= o),
-    so the cost is T * w scores, not T * T.
+    Q_t . K_j = x_t^T A x_j with A = Wq^T Wk / sqrt(d_k) (C x C), so the scores need
+    only C channels. Banded: position t scores the w positions t-w+1..t, one offset
+    at a time, T * w scores, not T * T. Channels and offsets are kept as separate
+    (..., S, N, T) slabs: elementwise work, no reduction over a tiny last dim.
     """
     n, window = params.named, params.cfg.window
-    queries = mix(inputs, n["Wq_layer"])  # (..., S, N, T, d_k)
-    keys = mix(inputs, n["Wk_layer"])
-    values = mix(inputs, n["Wv_layer"])  # (..., S, N, T, C)
-    steps = inputs.shape[-2]
-    scale = math.sqrt(queries.shape[-1])
-    scores, shifted_values = [], []
-    for offset in range(window):
-        shift = (0, 0, offset, 0)  # pad `offset` zero steps in front, keep the first T
-        key = torch.nn.functional.pad(keys, shift)[..., :steps, :]
-        scores.append((queries * key).sum(-1) / scale)  # (..., S, N, T)
-        shifted_values.append(torch.nn.functional.pad(values, shift)[..., :steps, :])
-    before_start = torch.arange(steps, device=inputs.device)[:, None] < torch.arange(window)
-    mask = drop_steps_mask(before_start.to(inputs.device), inputs.dtype)  # (T, w)
-    weights = attention_weights(torch.stack(scores, -1), mask)  # (..., S, N, T, w)
-    context = (weights[..., None] * torch.stack(shifted_values, -2)).sum(-2)
-    return inputs + context
+    bilinear = torch.einsum("sic,sid->scd", n["Wq_layer"], n["Wk_layer"])
+    bilinear = bilinear / math.sqrt(n["Wq_layer"].shape[1])  # (S, C, C)
+    channels = range(inputs.shape[-1])
+    xs = [inputs[..., c] for c in channels]  # (..., N, T) or (..., S, N, T) each
+
+    def mapped(matrix: torch.Tensor) -> list[torch.Tensor]:
+        """(matrix x)_c per channel: (..., S, N, T) each."""
+        return [
+            sum(x * matrix[:, c, d, None, None] for d, x in zip(channels, xs, strict=True))
+            for c in channels
+        ]
+
+    keys, values = mapped(bilinear), mapped(n["Wv_layer"])
+    steps = torch.arange(inputs.shape[-2], device=inputs.device)
+    scores = torch.stack(
+        [
+            sum(x * shifted(k, offset) for x, k in zip(xs, keys, strict=True))
+            + drop_steps_mask(steps < offset, inputs.dtype)
+            for offset in range(window)
+        ]
+    )  # (w, ..., S, N, T): offset first
+    weights = torch.softmax(scores, dim=0)
+    context = [
+        sum(weights[offset] * shifted(v, offset) for offset in range(window)) for v in values
+    ]
+    return torch.stack([x + ctx for x, ctx in zip(xs, context, strict=True)], -1)
 
 
 def pooled_inputs(params: VariantParams, inputs: torch.Tensor) -> torch.Tensor:
@@ -304,7 +313,10 @@ def value_norm(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
 
 
 def sink_mass(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor | None:
-    """The weight each example puts on the sink, 1 - sum_t a_t: (S, N); None without one."""
+    """The weight each example puts on the sink, its share of the softmax (1 - sum_t a_t
+    up to rounding): (S, N); None for a model without one."""
     if isinstance(params, Params) or "sink" not in params.named:
         return None
-    return 1 - attend(params, inputs)[1].sum((-2, -1))
+    scores, _ = scores_and_readouts(params, inputs)  # (S, N, 1, T)
+    sink = params.named["sink"][:, None, None].expand(scores.shape[:-1]).unsqueeze(-1)
+    return torch.softmax(torch.cat([scores, sink], -1), -1)[..., -1].sum(-1)
