@@ -203,8 +203,23 @@ def shifted(steps_last: torch.Tensor, offset: int) -> torch.Tensor:
     return torch.nn.functional.pad(steps_last, (offset, 0))[..., : steps_last.shape[-1]]
 
 
-def window_layer(params: VariantParams, inputs: torch.Tensor) -> torch.Tensor:
-    """h = x + causal sliding-window self-attention of x: (..., S, N, T, C).
+def total(terms) -> torch.Tensor:
+    """t1 + t2 + ... in order, without `sum`'s extra pass for its 0 start."""
+    terms = iter(terms)
+    out = next(terms)
+    for term in terms:
+        out = out + term
+    return out
+
+
+def project_channels(channels: list[torch.Tensor], direction: torch.Tensor) -> torch.Tensor:
+    """model.project on channel slabs (..., N, T) each, with the same operations in the
+    same order (so equal bits): direction (S, C) -> (..., S, N, T)."""
+    return total(x * direction[:, c, None, None] for c, x in enumerate(channels))
+
+
+def window_channels(params: VariantParams, inputs: torch.Tensor) -> list[torch.Tensor]:
+    """h = x + causal sliding-window self-attention of x, per channel: (..., S, N, T) each.
 
     Q_t . K_j = x_t^T A x_j with A = Wq^T Wk / sqrt(d_k) (C x C), so the scores need
     only C channels. Banded: position t scores the w positions t-w+1..t, one offset
@@ -214,57 +229,56 @@ def window_layer(params: VariantParams, inputs: torch.Tensor) -> torch.Tensor:
     n, window = params.named, params.cfg.window
     bilinear = torch.einsum("sic,sid->scd", n["Wq_layer"], n["Wk_layer"])
     bilinear = bilinear / math.sqrt(n["Wq_layer"].shape[1])  # (S, C, C)
-    channels = range(inputs.shape[-1])
-    xs = [inputs[..., c] for c in channels]  # (..., N, T) or (..., S, N, T) each
-
-    def mapped(matrix: torch.Tensor) -> list[torch.Tensor]:
-        """(matrix x)_c per channel: (..., S, N, T) each."""
-        return [
-            sum(x * matrix[:, c, d, None, None] for d, x in zip(channels, xs, strict=True))
-            for c in channels
-        ]
-
-    keys, values = mapped(bilinear), mapped(n["Wv_layer"])
+    xs = list(inputs.unbind(-1))  # (..., N, T) or (..., S, N, T) each
+    keys = [project_channels(xs, bilinear[:, c]) for c in range(len(xs))]  # (A x)_c
+    values = [project_channels(xs, n["Wv_layer"][:, c]) for c in range(len(xs))]
     steps = torch.arange(inputs.shape[-2], device=inputs.device)
     scores = torch.stack(
         [
-            sum(x * shifted(k, offset) for x, k in zip(xs, keys, strict=True))
+            total(x * shifted(k, offset) for x, k in zip(xs, keys, strict=True))
             + drop_steps_mask(steps < offset, inputs.dtype)
             for offset in range(window)
         ]
     )  # (w, ..., S, N, T): offset first
-    weights = torch.softmax(scores, dim=0)
-    context = [
-        sum(weights[offset] * shifted(v, offset) for offset in range(window)) for v in values
+    weights = torch.softmax(scores, dim=0).unbind(0)
+    return [
+        x + total(a * shifted(v, offset) for offset, a in enumerate(weights))
+        for x, v in zip(xs, values, strict=True)
     ]
-    return torch.stack([x + ctx for x, ctx in zip(xs, context, strict=True)], -1)
 
 
-def pooled_inputs(params: VariantParams, inputs: torch.Tensor) -> torch.Tensor:
-    """What the pooling attends over: x, x + p, or the window layer's h."""
+def window_layer(params: VariantParams, inputs: torch.Tensor) -> torch.Tensor:
+    """The window layer's output h: (..., S, N, T, C)."""
+    return torch.stack(window_channels(params, inputs), -1)
+
+
+def pooled_channels(params: VariantParams, inputs: torch.Tensor) -> list[torch.Tensor]:
+    """What the pooling attends over, per channel: x, x + p, or the window layer's h."""
+    xs = list(inputs.unbind(-1))
     kind = params.cfg.kind
     if kind == "posenc":
         if params.cfg.positional == "learned":
-            return inputs + params.named["P"][:, None]  # (..., S, N, T, C)
-        steps, channels = inputs.shape[-2:]
-        encoding = sinusoidal_encoding(steps, channels, inputs.dtype).to(inputs.device)
-        return inputs + encoding
+            encoding = params.named["P"][:, None]  # (S, 1, T, C)
+        else:
+            steps, channels = inputs.shape[-2:]
+            encoding = sinusoidal_encoding(steps, channels, inputs.dtype).to(inputs.device)
+        return [x + encoding[..., c] for c, x in enumerate(xs)]
     if kind == "window":
-        return window_layer(params, inputs)
-    return inputs
+        return window_channels(params, inputs)
+    return xs
 
 
 def scores_and_readouts(
     params: VariantParams, inputs: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per head and step: pooling scores and readouts w_h . V_{h,t}, (..., S, N, H, T) each."""
-    x = pooled_inputs(params, inputs)
+    xs = pooled_channels(params, inputs)
     if params.cfg.kind == "multihead":
         views = [lesson_view(params, h) for h in range(params.cfg.heads)]
     else:
         views = [lesson_view(params)]
-    scores = [model.project(x, model.key_direction(v)) for v in views]
-    readouts = [model.project(x, model.value_direction(v)) for v in views]
+    scores = [project_channels(xs, model.key_direction(v)) for v in views]
+    readouts = [project_channels(xs, model.value_direction(v)) for v in views]
     return torch.stack(scores, -2), torch.stack(readouts, -2)
 
 
