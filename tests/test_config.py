@@ -8,7 +8,14 @@ import sys
 
 import pytest
 
-from pipeline.config import PARAMS_FILE, PROJECT_ROOT, ConfigError, compose, validate
+from pipeline.config import (
+    PARAMS_FILE,
+    PROJECT_ROOT,
+    ConfigError,
+    compose,
+    load_params,
+    validate,
+)
 from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import assert_golden
@@ -223,12 +230,15 @@ def test_rejected_params_value_says_how_to_restore(tmp_path, monkeypatch):
 
 # Issue 12: the model variants' keys.
 BAD_MODEL = [
-    ("model.heads=0", "model.heads=0: must be an integer >= 1"),
+    ("model=multihead model.heads=0", "model.heads=0: must be an integer >= 1"),
     ("model=multihead model.heads=-2", "model.heads=-2: must be an integer >= 1"),
-    ("model.window=0", "model.window=0: must be in 1..data.steps = 1..12"),
+    ("model=window model.window=0", "model.window=0: must be in 1..data.steps = 1..12"),
     ("model=window model.window=13", "model.window=13: must be in 1..data.steps = 1..12"),
-    ("data.steps=6 model.window=7", "model.window=7: must be in 1..data.steps = 1..6"),
-    ("model.positional=rotary", "model.positional='rotary': allowed: learned, sinusoidal"),
+    ("data.steps=6 model=window model.window=7", "model.window=7: must be in 1..data.steps = 1..6"),
+    (
+        "model=posenc model.positional=rotary",
+        "model.positional='rotary': allowed: learned, sinusoidal",
+    ),
     ("model.kind=mamba", "model.kind='mamba': allowed: lesson, sink, multihead, posenc, window"),
 ]
 
@@ -275,3 +285,14 @@ def test_hydra_multirun_over_the_variants(tmp_path):
             "heldout_accuracy_std",
             "parameters",
         }
+
+
+@pytest.mark.parametrize("kind", ["sink", "multihead", "posenc", "window"])
+def test_dvc_exp_run_selects_a_variant(tmp_path, kind):
+    """`dvc exp run -S model=<kind>` writes the variant's group into params.yaml."""
+    from dvc.utils.hydra import compose_and_dump
+
+    out = tmp_path / "params.yaml"
+    compose_and_dump(out, str(PROJECT_ROOT / "conf"), None, "config", "", [f"model={kind}"])
+    assert out.read_text() == composed_yaml([f"model={kind}"])
+    assert load_params(out).model.kind == kind
