@@ -47,14 +47,14 @@ def main() -> None:
     print(f"torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
     print(f"{'variant':<10}{'params':>7}{'2 seeds s':>11}{f'{args.seeds} seeds s':>14}")
     for kind in args.kinds:
-        cfg = validate(
-            compose([f"model={kind}", "train.device=cpu", f"study.chunk={args.chunk}"])
-        )
+        cfg = validate(compose([f"model={kind}", "train.device=cpu", f"study.chunk={args.chunk}"]))
         two_seeds(cfg)  # warm-up: first-call costs are not the variant's
         small = seconds(lambda cfg=cfg: two_seeds(cfg))
         frame = generate(cfg.data)
         seeds = list(range(1, args.seeds + 1))
-        large = seconds(lambda cfg=cfg, frame=frame: study.train_seeds(cfg, frame, seeds))
+        large = seconds(
+            lambda cfg=cfg, frame=frame, seeds=seeds: study.train_seeds(cfg, frame, seeds)
+        )
         count = parameter_count(cfg.model, cfg.data.steps)
         print(f"{kind:<10}{count:>7}{small:>11.2f}{large:>14.1f}", flush=True)
 

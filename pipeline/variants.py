@@ -279,6 +279,8 @@ def scores_and_readouts(
         views = [lesson_view(params)]
     scores = [project_channels(xs, model.key_direction(v)) for v in views]
     readouts = [project_channels(xs, model.value_direction(v)) for v in views]
+    if len(views) == 1:  # a view, not a copy: one head is most variants
+        return scores[0].unsqueeze(-2), readouts[0].unsqueeze(-2)
     return torch.stack(scores, -2), torch.stack(readouts, -2)
 
 
