@@ -13,7 +13,8 @@ and differs in what it pools or how:
   (p_{t,2i} = sin(t / 10000^(2i/C)), p_{t,2i+1} = cos(...); with C = 2, [sin t, cos t]).
 - `window`: one causal sliding-window self-attention layer (seed 003), residual,
   h_t = x_t + sum_{j=t-w+1..t} softmax_j(Q_t . K_j / sqrt(d_k)) V_j with
-  Q = Wq x, K = Wkl x, V = Wvl x (Wvl: C x C), then the lesson's pooling on h.
+  Q = Wq_layer x, K = Wk_layer x, V = Wv_layer x (Wv_layer: C x C), then the lesson's
+  pooling on h (the whole sequence h_0..h_{T-1}).
 
 Parameters: a variant is an ordered list of named shapes (`layout`), which fixes
 the flat (S, P) layout of models/parameters.parquet and the study's seeds table,
