@@ -309,6 +309,8 @@ def forward(
     if isinstance(params, Params):
         return model.forward(params, inputs, dropped)
     logits, weights, _ = attend(params, inputs, dropped)
+    if weights.shape[-2] == 1:
+        return logits, weights.squeeze(-2)  # the mean over one head, without a pass
     return logits, weights.mean(-2)
 
 
