@@ -24,6 +24,9 @@ CONF_DIR = PROJECT_ROOT / "conf"
 PARAMS_FILE = "params.yaml"  # in the project root, where DVC runs every stage
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float64", "float32")
+# Model variants (issue 12, pipeline.variants): the lesson and four from the glossary.
+KINDS = ("lesson", "sink", "multihead", "posenc", "window")
+POSITIONAL = ("learned", "sinusoidal")
 # Training keeps every epoch of every seed: a row of reports/training.csv and
 # two MLflow metric points each, all held in memory first. Past these, the
 # curves outgrow what the report, the plots and the store are for.
@@ -43,9 +46,16 @@ class DataConfig:
 
 @dataclass
 class ModelConfig:
+    """The classifier. `kind` picks the variant (pipeline.variants); `heads` is read by
+    multihead, `positional` by posenc and `window` by window only."""
+
+    kind: str = "lesson"
     d_k: int = 3
     d_v: int = 3
     init_scale: float = 0.9
+    heads: int = 2
+    positional: str = "learned"
+    window: int = 3
 
 
 @dataclass
@@ -182,6 +192,20 @@ def _check_values(cfg: Config) -> None:
         value = getattr(model, key)
         _check(value > 0, f"model.{key}", "must be a positive integer", value)
     _check(model.init_scale > 0, "model.init_scale", "must be > 0", model.init_scale)
+    _check(model.kind in KINDS, "model.kind", f"allowed: {', '.join(KINDS)}", model.kind)
+    _check(model.heads >= 1, "model.heads", "must be an integer >= 1", model.heads)
+    _check(
+        model.positional in POSITIONAL,
+        "model.positional",
+        f"allowed: {', '.join(POSITIONAL)}",
+        model.positional,
+    )
+    _check(
+        1 <= model.window <= data.steps,
+        "model.window",
+        f"must be in 1..data.steps = 1..{data.steps}",
+        model.window,
+    )
     _check(len(train.seeds) > 0, "train.seeds", "must be a non-empty list of integers", [])
     _check(
         len(set(train.seeds)) == len(train.seeds),

@@ -1,7 +1,8 @@
 """Explainers: one importance score per (run, held-out example, step), shape (S, N, T).
 
-Every explainer takes the seed-batched `Params` of S runs and held-out inputs
-(N, T, C) and scores each step for each run and example at once. They answer
+Every explainer takes the seed-batched parameters of S runs of any model variant
+(`pipeline.variants`; the gradient family goes through `variants.forward`) and
+held-out inputs (N, T, C) and scores each step for each run and example at once. They answer
 different questions about the same prediction:
 
 - `attention`: where the model looks, the softmax weight a_t (the lesson's view).
@@ -38,8 +39,10 @@ from collections.abc import Callable
 
 import torch
 
+from pipeline import variants
 from pipeline.metrics import ablation_effects
-from pipeline.model import Params, forward, probability, project, value_direction
+from pipeline.model import Params, probability, project, value_direction
+from pipeline.variants import AnyParams, forward
 
 # Gauss-Legendre nodes of IntegratedGradients (captum's default rule and count).
 # Largest completeness error |sum IG - (P(x) - P(0))| over the 180 held-out
@@ -47,16 +50,16 @@ from pipeline.model import Params, forward, probability, project, value_directio
 # 6.9e-6 with 32, 2.8e-4 with 24. IG is about half of the battery's time.
 IG_STEPS = 50
 
-Explainer = Callable[[Params, torch.Tensor], torch.Tensor]
+Explainer = Callable[[AnyParams, torch.Tensor], torch.Tensor]
 
 
-def seed_expanded(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+def seed_expanded(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
     """Inputs (N, T, C) repeated for every run as captum's single batch row:
     (1, S, N, T, C), a fresh leaf requiring grad."""
     return inputs.expand(1, params.runs, *inputs.shape).clone().requires_grad_()
 
 
-def summed_probability(params: Params) -> Callable[[torch.Tensor], torch.Tensor]:
+def summed_probability(params: AnyParams) -> Callable[[torch.Tensor], torch.Tensor]:
     """The forward captum differentiates: (K, S, N, T, C) -> (K,), the sum of
     P(y=1) over every run and example of a row (separable: see the module docstring)."""
 
@@ -67,7 +70,7 @@ def summed_probability(params: Params) -> Callable[[torch.Tensor], torch.Tensor]
     return fn
 
 
-def gated_probability(params: Params, inputs: torch.Tensor) -> Callable[..., torch.Tensor]:
+def gated_probability(params: AnyParams, inputs: torch.Tensor) -> Callable[..., torch.Tensor]:
     """P(y=1) as a function of a step gate: kept (S * N, T), run-major, 1 keeps a step
     in the softmax and 0 drops it -> (S * N,). The form captum's FeatureAblation
     perturbs (a zero baseline on one step's gate is the step ablation)."""
@@ -80,18 +83,19 @@ def gated_probability(params: Params, inputs: torch.Tensor) -> Callable[..., tor
     return fn
 
 
-def attention(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+def attention(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
     """The attention weight a_t of every step: (S, N, T)."""
     return forward(params, inputs)[1]
 
 
-def loo(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+def loo(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
     """Leave-one-out: |P(y=1 | step t dropped from the softmax) - P(y=1)|: (S, N, T)."""
     return ablation_effects(params, inputs)
 
 
 def ablation_logit_shift(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """Closed form of the logit change when step t leaves the softmax: (S, N, T).
+    The lesson's model only (tests check loo against it).
 
     With readouts v_t = value_direction . x_t and c = sum_s a_s v_s, the rest
     renormalises by 1 / (1 - a_t), so o(without t) - o = a_t / (1 - a_t) (c - v_t).
@@ -102,7 +106,7 @@ def ablation_logit_shift(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     return weights / (1 - weights) * (context[..., None] - readouts)
 
 
-def gradient(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+def gradient(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
     """Sensitivity: the L2 norm over channels of dP(y=1)/dx_t (captum Saliency): (S, N, T)."""
     from captum.attr import Saliency  # here: captum imports matplotlib, which reports avoid
 
@@ -111,7 +115,7 @@ def gradient(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     return grads.detach()[0].norm(dim=-1)
 
 
-def grad_x_input(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+def grad_x_input(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
     """|sum_c x_{t,c} dP(y=1)/dx_{t,c}| (captum InputXGradient): (S, N, T)."""
     from captum.attr import InputXGradient
 
@@ -121,7 +125,7 @@ def grad_x_input(params: Params, inputs: torch.Tensor) -> torch.Tensor:
 
 
 def integrated_gradient_attributions(
-    params: Params, inputs: torch.Tensor, n_steps: int = IG_STEPS
+    params: AnyParams, inputs: torch.Tensor, n_steps: int = IG_STEPS
 ) -> torch.Tensor:
     """Signed IG attributions of P(y=1) from the all-zero baseline: (S, N, T, C).
 
@@ -137,17 +141,20 @@ def integrated_gradient_attributions(
 
 
 def integrated_gradients(
-    params: Params, inputs: torch.Tensor, n_steps: int = IG_STEPS
+    params: AnyParams, inputs: torch.Tensor, n_steps: int = IG_STEPS
 ) -> torch.Tensor:
     """|sum_c IG_{t,c}|: the step's share of P(x) - P(0), zero baseline: (S, N, T)."""
     attributions = integrated_gradient_attributions(params, inputs, n_steps)
     return attributions.sum(-1).abs()
 
 
-def value_norm(params: Params, inputs: torch.Tensor) -> torch.Tensor:
-    """a_t |w . V_t| = a_t |value_direction . x_t|: the weighted size of the readout: (S, N, T)."""
-    weights = forward(params, inputs)[1]
-    return weights * project(inputs, value_direction(params)).abs()
+def value_norm(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+    """a_t |w . V_t| = a_t |value_direction . x_t|: the weighted size of the readout: (S, N, T).
+
+    For a variant, sum_h a_{h,t} |w_h . V_{h,t}| over its heads, V read from what the
+    pooling attends over (x + p for posenc, the window layer's h_t for window).
+    """
+    return variants.value_norm(params, inputs)
 
 
 EXPLAINERS: dict[str, Explainer] = {
@@ -161,7 +168,7 @@ EXPLAINERS: dict[str, Explainer] = {
 
 
 def explain(
-    params: Params,
+    params: AnyParams,
     inputs: torch.Tensor,
     names: list[str] | None = None,
     n_steps: int = IG_STEPS,

@@ -8,7 +8,7 @@ Ordering: an explainer ranks the steps by descending score, ties by step index
 ("first max wins", a stable sort), so the order is deterministic.
 
 Removal: a removed step leaves the softmax and the rest renormalise, through
-model.forward's `dropped` mask: the lesson's own ablation. At least one step
+variants.forward's `dropped` mask: the lesson's own ablation. At least one step
 always stays, so k runs over 1..T-1.
 
 Faithfulness, against the model's own behaviour:
@@ -51,7 +51,8 @@ import numpy as np
 import torch
 
 from pipeline.explainers import EXPLAINERS, IG_STEPS, explain
-from pipeline.model import Params, forward, probability
+from pipeline.model import probability
+from pipeline.variants import AnyParams, forward
 
 METRICS = (
     "tau_loo",
@@ -134,7 +135,7 @@ def predicted_probability(logits: torch.Tensor, predicted: torch.Tensor) -> torc
 
 
 def removal_curves(
-    params: Params, inputs: torch.Tensor, order: torch.Tensor
+    params: AnyParams, inputs: torch.Tensor, order: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Logits of the full input (S, N), without the top k steps (T-1, S, N) and with
     only the top k steps (T-1, S, N), for k = 1..T-1 of `order` (S, N, T)."""
@@ -146,7 +147,7 @@ def removal_curves(
 
 
 def aopc_and_flips(
-    params: Params, inputs: torch.Tensor, order: torch.Tensor
+    params: AnyParams, inputs: torch.Tensor, order: torch.Tensor
 ) -> dict[str, torch.Tensor]:
     """Per-example comprehensiveness, sufficiency and flips for one order: (S, N) each."""
     logits, without_top, only_top = removal_curves(params, inputs, order)
@@ -203,7 +204,7 @@ def random_scores(
 
 
 def example_metrics(
-    params: Params,
+    params: AnyParams,
     inputs: torch.Tensor,
     marked: torch.Tensor,
     scores: torch.Tensor,
@@ -224,7 +225,7 @@ def run_means(per_example: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def battery_tensors(
-    params: Params,
+    params: AnyParams,
     inputs: torch.Tensor,
     marked: torch.Tensor,
     seeds: list[int],
@@ -260,7 +261,7 @@ def battery_tensors(
 
 
 def battery(
-    params: Params,
+    params: AnyParams,
     inputs: torch.Tensor,
     labels: torch.Tensor,
     marked: torch.Tensor,

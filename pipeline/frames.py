@@ -11,7 +11,7 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.data import reading_columns
-from pipeline.model import Params, flat_names, from_flat, to_flat
+from pipeline.variants import AnyParams, flat_names, from_flat, to_flat
 
 
 def features(
@@ -25,15 +25,18 @@ def features(
     return torch.stack([readings, indicator], dim=-1), labels, marked
 
 
-def params_to_frame(params: Params, seeds: list[int], cfg: ModelConfig) -> pd.DataFrame:
-    """One row per run: the seed and the named parameters in init order."""
-    frame = pd.DataFrame(to_flat(params).cpu().numpy(), columns=flat_names(cfg))
+def params_to_frame(
+    params: AnyParams, seeds: list[int], cfg: ModelConfig, steps: int
+) -> pd.DataFrame:
+    """One row per run: the seed and the named parameters in init order (the
+    variant's layout; `steps` sizes a learned positional encoding)."""
+    frame = pd.DataFrame(to_flat(params).cpu().numpy(), columns=flat_names(cfg, steps))
     frame.insert(0, "seed", seeds)
     return frame
 
 
 def params_from_frame(
-    frame: pd.DataFrame, cfg: ModelConfig, dtype: torch.dtype = torch.float64
-) -> tuple[list[int], Params]:
-    flat = torch.tensor(frame[flat_names(cfg)].to_numpy(), dtype=dtype)
-    return frame["seed"].tolist(), from_flat(flat, cfg)
+    frame: pd.DataFrame, cfg: ModelConfig, steps: int, dtype: torch.dtype = torch.float64
+) -> tuple[list[int], AnyParams]:
+    flat = torch.tensor(frame[flat_names(cfg, steps)].to_numpy(), dtype=dtype)
+    return frame["seed"].tolist(), from_flat(flat, cfg, steps)

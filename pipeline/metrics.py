@@ -2,6 +2,11 @@
 
 Every function takes all runs at once: weights (S, N, T), effects (S, N, T),
 logits (S, N). "First max wins" on every argmax, as in the lesson.
+
+Every model variant (pipeline.variants) gets every number: the weights are its
+pooling weights over the real steps (for multihead the mean over heads), the
+ablation drops a step from its pooling softmax. Variants add their own per-run
+numbers (`variant_values`): the sink mass, and per head the marker mass and argmax hit.
 """
 
 from __future__ import annotations
@@ -11,7 +16,8 @@ import math
 import torch
 
 from pipeline.config import EvalConfig
-from pipeline.model import Params, forward, probability
+from pipeline.model import probability
+from pipeline.variants import AnyParams, VariantParams, forward, head_weights, sink_mass
 
 
 def marked_weight(weights: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
@@ -34,10 +40,10 @@ def correct(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return ((logits > 0) == (labels > 0.5)).to(logits.dtype)
 
 
-def ablation_effects(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+def ablation_effects(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
     """|P(y=1 | step t dropped) - P(y=1)| for every run, example and step: (S, N, T).
 
-    Dropping goes through `model.forward`'s step mask: one batched pass with a
+    Dropping goes through `variants.forward`'s step mask: one batched pass with a
     leading dim of T masks, each removing one step from the softmax.
     """
     steps = inputs.shape[1]
@@ -92,8 +98,28 @@ EXAMPLE_MEANS = (
 EXAMPLE_COUNTS = ("high_weight", "high_weight_low_effect")
 
 
+def variant_values(
+    params: AnyParams, inputs: torch.Tensor, marked: torch.Tensor
+) -> dict[str, torch.Tensor]:
+    """Per-example numbers (S, N) of a variant beyond the lesson's: `sink_mass` (the
+    weight on the sink) for sink; `head_<h>_marker_mass` and `head_<h>_argmax_hit`
+    (h = 1..heads) for multihead. Empty for the lesson, posenc and window."""
+    values = {}
+    sink = sink_mass(params, inputs)
+    if sink is not None:
+        values["sink_mass"] = sink
+    if isinstance(params, VariantParams) and params.cfg.kind == "multihead":
+        heads = head_weights(params, inputs)  # (S, N, H, T)
+        for h in range(heads.shape[-2]):
+            values[f"head_{h + 1}_marker_mass"] = marked_weight(heads[..., h, :], marked)
+            values[f"head_{h + 1}_argmax_hit"] = (heads[..., h, :].argmax(-1) == marked).to(
+                heads.dtype
+            )
+    return values
+
+
 def example_values(
-    params: Params,
+    params: AnyParams,
     train_set: tuple[torch.Tensor, torch.Tensor],
     heldout_set: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     cfg: EvalConfig,
@@ -102,8 +128,9 @@ def example_values(
 
     Returns one (S, N) tensor per name of EXAMPLE_MEANS and EXAMPLE_COUNTS (0/1
     indicators for the counts; N is the training split for train_accuracy, else
-    the held-out split), and the held-out weights and effects (S, N, T). The
-    seed study resamples these per-example values in its bootstrap.
+    the held-out split), then the variant's own (`variant_values`, held-out), and
+    the held-out weights and effects (S, N, T). The seed study resamples these
+    per-example values in its bootstrap.
     """
     train_inputs, train_labels = train_set
     inputs, labels, marked = heldout_set
@@ -120,19 +147,27 @@ def example_values(
         "top_weight_effect": top_weight_effect(weights, effects),
         "high_weight": high,
         "high_weight_low_effect": high_low,
+        **variant_values(params, inputs, marked),
     }
     return values, weights, effects
 
 
 def per_run(values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """(S,) numbers from `example_values`: means, and integer counts."""
+    """(S,) numbers from `example_values`: means, integer counts, then the variant's
+    own numbers (means)."""
     numbers = {name: values[name].mean(-1) for name in EXAMPLE_MEANS}
     numbers.update({name: values[name].sum(-1) for name in EXAMPLE_COUNTS})
+    numbers.update({name: values[name].mean(-1) for name in variant_names(values)})
     return numbers
 
 
+def variant_names(values: dict) -> list[str]:
+    """The keys of a variant's own numbers, in their order (none for the lesson)."""
+    return [name for name in values if name not in (*EXAMPLE_MEANS, *EXAMPLE_COUNTS)]
+
+
 def run_metrics(
-    params: Params,
+    params: AnyParams,
     train_set: tuple[torch.Tensor, torch.Tensor],
     heldout_set: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     cfg: EvalConfig,

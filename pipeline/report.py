@@ -48,6 +48,19 @@ def run_table(document: dict, group: str, high: float = 0.5, low: float = 0.05) 
     return frame
 
 
+def variant_table(document: dict) -> pd.DataFrame | None:
+    """The variant's own per-run numbers (sink mass; per-head marker mass and argmax
+    hit), one row per run; None for a model without any (the lesson)."""
+    lesson_keys = {key for group in RUN_COLUMNS.values() for key in group}
+    frame = pd.DataFrame.from_dict(document["runs"], orient="index")
+    extras = [key for key in frame.columns if key not in lesson_keys]
+    if not extras:
+        return None
+    frame = frame[extras].rename(columns=lambda key: key.replace("_", " "))
+    frame.index = [f"run {seed}" for seed in frame.index]
+    return frame
+
+
 def first_example_weights(steps: pd.DataFrame) -> pd.DataFrame:
     """Weights of the first held-out sequence, one row per seed."""
     first = steps[steps["id"] == steps["id"].min()]
@@ -83,6 +96,9 @@ def text_tables(document: dict, steps: pd.DataFrame, high: float, low: float) ->
         "",
         run_table(document, "ablation", high, low).to_string(float_format=fmt),
     ]
+    extras = variant_table(document)
+    if extras is not None:
+        lines += ["", extras.to_string(float_format=fmt)]
     return "\n".join(lines)
 
 
@@ -307,6 +323,15 @@ def markdown_report(
         runs_markdown(document, "ablation", golden, high, low),
         *image_lines(images.get("ablation", [])),
     ]
+    extras = variant_table(document)
+    if extras is not None:
+        sections += [
+            f"## Model variant: {cfg.model.kind}",
+            f"{document['parameters']} parameters per run. The numbers only this variant has "
+            "(the weights above are its pooling weights over the real steps; for multihead "
+            "their mean over heads):",
+            markdown_table(extras, None),
+        ]
     if study is not None:
         sections += study_section(*study, images.get("study", []))
     if faithfulness is not None:

@@ -25,7 +25,7 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline import data, frames, metrics, model, stats
+from pipeline import data, frames, metrics, stats, variants
 from pipeline.config import Config, validate
 from pipeline.errors import DivergenceError, PipelineError
 from pipeline.files import write_json
@@ -73,7 +73,9 @@ def train_seeds(
     chunks = [seeds[start : start + size] for start in range(0, len(seeds), size)]
     params, values, diverged = [], [], []
     for chunk in tqdm(chunks, desc="study", unit="chunk", disable=not progress):
-        initial = model.init_params(cfg.data.seed, chunk, cfg.model, dtype, device)
+        initial = variants.init_params(
+            cfg.data.seed, chunk, cfg.model, cfg.data.steps, dtype, device
+        )
         trained, history = train(
             initial, train_inputs, train_labels, cfg.train.epochs, cfg.train.lr, check=False
         )
@@ -84,7 +86,7 @@ def train_seeds(
         chunk_values, _, _ = metrics.example_values(
             trained, (train_inputs, train_labels), heldout, cfg.eval
         )
-        params.append(model.to_flat(trained).cpu())
+        params.append(variants.to_flat(trained).cpu())
         values.append({name: value.cpu() for name, value in chunk_values.items()})
     if diverged:
         named = ", ".join(map(str, diverged[:NAMED_DIVERGED]))
@@ -104,9 +106,10 @@ def seeds_table(runs: SeedRuns, cfg: Config) -> pd.DataFrame:
     """One row per seed: every per-seed number, then the trained parameters."""
     numbers = metrics.per_run(runs.values)
     table = pd.DataFrame({"seed": runs.seeds})
-    for name in (*metrics.EXAMPLE_MEANS, *metrics.EXAMPLE_COUNTS):
+    for name in numbers:  # the lesson's numbers, then the variant's own
         table[name] = numbers[name].numpy()
-    parameters = pd.DataFrame(runs.params.numpy(), columns=model.flat_names(cfg.model))
+    names = variants.flat_names(cfg.model, cfg.data.steps)
+    parameters = pd.DataFrame(runs.params.numpy(), columns=names)
     return pd.concat([table, parameters], axis=1)
 
 
@@ -125,6 +128,12 @@ def lesson_accuracy(cfg: Config, frame: pd.DataFrame, runs: SeedRuns) -> dict[in
     return {seed: accuracy[seed] for seed in cfg.train.seeds}
 
 
+def summarized(runs: SeedRuns) -> list[str]:
+    """SUMMARIZED, then the variant's own numbers (sink mass, per-head marker mass and
+    argmax hit), all held-out means."""
+    return [*SUMMARIZED, *metrics.variant_names(runs.values)]
+
+
 def bootstrap_intervals(runs: SeedRuns, cfg: Config) -> dict[str, tuple[float, float]]:
     """The 95% multi-bootstrap interval of each summarized mean.
 
@@ -140,7 +149,7 @@ def bootstrap_intervals(runs: SeedRuns, cfg: Config) -> dict[str, tuple[float, f
     heldout_counts = stats.resample_counts(heldout_size, resamples, generator)
     train_counts = stats.resample_counts(train_size, resamples, generator)
     intervals = {}
-    for name in SUMMARIZED:
+    for name in summarized(runs):
         examples = train_counts if name == "train_accuracy" else heldout_counts
         means = stats.multi_bootstrap_means(runs.values[name], seed_counts, examples)
         intervals[name] = stats.interval(means)
@@ -152,7 +161,7 @@ def summarize(runs: SeedRuns, cfg: Config, lesson: dict[int, float]) -> dict:
     numbers = metrics.per_run(runs.values)
     intervals = bootstrap_intervals(runs, cfg)
     document: dict = {"seeds": len(runs.seeds)}
-    for name in SUMMARIZED:
+    for name in summarized(runs):
         low, high = intervals[name]
         document[name] = {**stats.describe(numbers[name]), "ci95_low": low, "ci95_high": high}
     heldout = numbers["heldout_accuracy"]

@@ -6,6 +6,12 @@ marker channel, every softmax sum splits into the marked step and three moments
 over the unmarked steps (see `TrainingSet`), which is what makes 1000 runs
 cheap. Like the lesson, the probability in the gradient uses the logit clamped
 to [-30, 30].
+
+That fast path is the lesson's only: every model variant (pipeline.variants), and
+the lesson too on request (`autograd=True`), trains with torch autograd through
+the same seed-batched `variants.forward`, with the same loss, clamp, History and
+divergence checks (`train_autograd`). tests/test_train.py checks that both paths
+give the lesson's numbers.
 """
 
 from __future__ import annotations
@@ -22,9 +28,9 @@ from pipeline.model import (
     Params,
     key_direction,
     probability,
-    to_flat,
     value_direction,
 )
+from pipeline.variants import AnyParams, forward, to_flat, with_tensors
 
 
 @dataclass(frozen=True)
@@ -141,18 +147,23 @@ def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def train(
-    params: Params,
+    params: AnyParams,
     inputs: torch.Tensor,
     labels: torch.Tensor,
     epochs: int,
     lr: float,
     check: bool = True,
-) -> tuple[Params, History]:
+    autograd: bool = False,
+) -> tuple[AnyParams, History]:
     """`epochs` simultaneous gradient steps of size `lr` for every run.
 
-    With `check`, a run that reached NaN or inf raises DivergenceError; without,
-    the caller looks at `finite_runs` itself (the seed study names the seeds).
+    The lesson's `Params` take the hand-derived fast path unless `autograd`; every
+    other variant trains through `train_autograd`. With `check`, a run that reached
+    NaN or inf raises DivergenceError; without, the caller looks at `finite_runs`
+    itself (the seed study names the seeds).
     """
+    if autograd or not isinstance(params, Params):
+        return train_autograd(params, inputs, labels, epochs, lr, check)
     batch = TrainingSet.build(inputs, labels)
     loss = torch.empty(epochs, params.runs, dtype=inputs.dtype, device=inputs.device)
     acc = torch.empty_like(loss)
@@ -168,12 +179,47 @@ def train(
     return params, History(loss, acc)
 
 
-def finite_runs(loss: torch.Tensor, params: Params) -> torch.Tensor:
+def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """A scalar whose gradient w.r.t. the logits (S, N) is (probability(logit) - y) / N:
+    the mean BCE's gradient with the lesson's clamp in the probability (the clamp does
+    not bind on the lesson; where it binds, the plain BCE gradient would differ).
+    Runs add up: each run's parameters get their own run's gradient."""
+    residual = (probability(logits) - labels).detach()
+    return (residual * logits).sum() / labels.shape[-1]
+
+
+def train_autograd(
+    params: AnyParams,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    epochs: int,
+    lr: float,
+    check: bool = True,
+) -> tuple[AnyParams, History]:
+    """Full-batch gradient descent with torch autograd through `variants.forward`:
+    the definition of training, for every variant (`train` documents the arguments)."""
+    loss = torch.empty(epochs, params.runs, dtype=inputs.dtype, device=inputs.device)
+    acc = torch.empty_like(loss)
+    for epoch in range(epochs):
+        leaves = params.map(lambda t: t.detach().requires_grad_(True))
+        logits, _ = forward(leaves, inputs)  # (S, N)
+        gradients = torch.autograd.grad(surrogate_loss(logits, labels), leaves.tensors())
+        with torch.no_grad():
+            loss[epoch] = mean_bce(logits, labels)
+            acc[epoch] = accuracy(logits, labels)
+            steps = [p - lr * g for p, g in zip(leaves.tensors(), gradients, strict=True)]
+            params = with_tensors(leaves, steps)
+    if check:
+        check_finite(loss, params, lr)
+    return params, History(loss, acc)
+
+
+def finite_runs(loss: torch.Tensor, params: AnyParams) -> torch.Tensor:
     """(S,) True where a run's loss and parameters stayed finite."""
     return torch.isfinite(loss).all(0) & torch.isfinite(to_flat(params)).all(1)
 
 
-def check_finite(loss: torch.Tensor, params: Params, lr: float) -> None:
+def check_finite(loss: torch.Tensor, params: AnyParams, lr: float) -> None:
     """Stop on divergence instead of writing garbage metrics."""
     finite = finite_runs(loss, params)
     if bool(finite.all()):

@@ -8,7 +8,14 @@ import sys
 
 import pytest
 
-from pipeline.config import PARAMS_FILE, PROJECT_ROOT, ConfigError, compose, validate
+from pipeline.config import (
+    PARAMS_FILE,
+    PROJECT_ROOT,
+    ConfigError,
+    compose,
+    load_params,
+    validate,
+)
 from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import assert_golden
@@ -219,3 +226,73 @@ def test_rejected_params_value_says_how_to_restore(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as err:
         config.load_params()
     assert "still holds" not in str(err.value)
+
+
+# Issue 12: the model variants' keys.
+BAD_MODEL = [
+    ("model=multihead model.heads=0", "model.heads=0: must be an integer >= 1"),
+    ("model=multihead model.heads=-2", "model.heads=-2: must be an integer >= 1"),
+    ("model=window model.window=0", "model.window=0: must be in 1..data.steps = 1..12"),
+    ("model=window model.window=13", "model.window=13: must be in 1..data.steps = 1..12"),
+    ("data.steps=6 model=window model.window=7", "model.window=7: must be in 1..data.steps = 1..6"),
+    (
+        "model=posenc model.positional=rotary",
+        "model.positional='rotary': allowed: learned, sinusoidal",
+    ),
+    ("model.kind=mamba", "model.kind='mamba': allowed: lesson, sink, multihead, posenc, window"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "message"), BAD_MODEL)
+def test_bad_model_values_name_the_key_in_one_line(overrides, message):
+    with pytest.raises(ConfigError) as err:
+        validate(compose(overrides.split()))
+    text = str(err.value)
+    assert text.startswith("invalid config value ") and message in text and "\n" not in text
+
+
+@pytest.mark.parametrize("kind", ["sink", "multihead", "posenc", "window"])
+def test_model_group_selects_a_variant_on_the_lesson_defaults(kind):
+    cfg = validate(compose([f"model={kind}"]))
+    assert cfg.model.kind == kind
+    assert (cfg.model.d_k, cfg.model.d_v, cfg.model.init_scale) == (3, 3, 0.9)
+    assert (cfg.model.heads, cfg.model.window, cfg.model.positional) == (2, 3, "learned")
+
+
+def test_hydra_app_rejects_a_bad_variant_value_in_one_line(tmp_path):
+    result = run_app(f"hydra.run.dir={tmp_path}", "model=multihead", "model.heads=0")
+    assert result.returncode != 0
+    assert result.stderr.strip().count("\n") == 0 and "model.heads" in result.stderr
+
+
+@pytest.mark.slow
+def test_hydra_multirun_over_the_variants(tmp_path):
+    kinds = ["lesson", "sink", "multihead", "posenc", "window"]
+    result = run_app(
+        "-m", f"hydra.sweep.dir={tmp_path}", f"model={','.join(kinds)}", "train.epochs=20"
+    )
+    assert result.returncode == 0, result.stderr
+    documents = [json.loads((tmp_path / str(i) / "metrics.json").read_text()) for i in range(5)]
+    assert [d["parameters"] for d in documents] == [19, 20, 37, 43, 35]
+    assert "sink_mass" in documents[1]["runs"]["1"]
+    assert "head_2_argmax_hit" in documents[2]["runs"]["2"]
+    for document in documents:
+        assert set(document) == {
+            "data",
+            "runs",
+            "seed_gap",
+            "heldout_accuracy_mean",
+            "heldout_accuracy_std",
+            "parameters",
+        }
+
+
+@pytest.mark.parametrize("kind", ["sink", "multihead", "posenc", "window"])
+def test_dvc_exp_run_selects_a_variant(tmp_path, kind):
+    """`dvc exp run -S model=<kind>` writes the variant's group into params.yaml."""
+    from dvc.utils.hydra import compose_and_dump
+
+    out = tmp_path / "params.yaml"
+    compose_and_dump(out, str(PROJECT_ROOT / "conf"), None, "config", "", [f"model={kind}"])
+    assert out.read_text() == composed_yaml([f"model={kind}"])
+    assert load_params(out).model.kind == kind

@@ -80,11 +80,11 @@ def test_flat_names_order():
 def test_frame_round_trip_is_exact(tmp_path):
     params = random_params(4, seed=11, scale=3.0)
     seeds = [3, 1, 4, 15]
-    frame = frames.params_to_frame(params, seeds, CFG)
+    frame = frames.params_to_frame(params, seeds, CFG, 12)
     assert frame.columns.tolist() == ["seed", *model.flat_names(CFG)]
     write_parquet(tmp_path / "p.parquet", frame)
     for source in (frame, read_parquet(tmp_path / "p.parquet")):
-        got_seeds, got = frames.params_from_frame(source, CFG)
+        got_seeds, got = frames.params_from_frame(source, CFG, 12)
         assert got_seeds == seeds
         for a, b in zip(got.tensors(), params.tensors(), strict=True):
             assert a.dtype == F64 and torch.equal(a, b)

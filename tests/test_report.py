@@ -77,7 +77,9 @@ def small_battery(small_cfg, small_study) -> tuple[dict, dict, pd.DataFrame]:
     """The small config's faithfulness.json, its study summary and per-run table."""
     frame, _ = generate.run(small_cfg)
     params, _ = train.run(small_cfg, frame)
-    lesson = frames.params_to_frame(params, list(small_cfg.train.seeds), small_cfg.model)
+    lesson = frames.params_to_frame(
+        params, list(small_cfg.train.seeds), small_cfg.model, small_cfg.data.steps
+    )
     document, seeds_frame, summary = faithfulness_stage.run(
         small_cfg, frame, lesson, small_study[1]
     )

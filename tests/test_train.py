@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import reference_lesson as lesson
 import torch
@@ -201,3 +203,33 @@ def test_resolve_device():
 def test_resolve_cuda_without_cuda_is_a_config_error():
     with pytest.raises(ConfigError, match=r"train\.device"):
         train.resolve_device("cuda")
+
+
+# --- the autograd path: the definition, of which the hand gradients are a fast path ----------
+
+
+def test_autograd_training_reproduces_the_golden_numbers(default_cfg):
+    """The lesson trained with torch autograd through variants.forward, not the
+    hand-derived gradients, gives every golden number."""
+    from pipeline.stages import evaluate, generate
+    from tests.conftest import assert_golden
+
+    frame, summary = generate.run(default_cfg)
+    inputs, labels, _ = frames.features(data.split_frame(frame, "train"), 12)
+    params = model.init_params(default_cfg.data.seed, [1, 2], CFG)
+    trained, history = train.train(params, inputs, labels, 200, 0.6, autograd=True)
+    fast, fast_history = train.train(params, inputs, labels, 200, 0.6)
+    torch.testing.assert_close(model.to_flat(trained), model.to_flat(fast), rtol=1e-10, atol=1e-12)
+    assert torch.equal(history.accuracy, fast_history.accuracy)
+    document, _ = evaluate.run(default_cfg, frame, summary, trained)
+    assert_golden(document)
+
+
+def test_surrogate_gradient_is_the_clamped_bce_gradient():
+    logits = torch.tensor([[-40.0, -2.0, 0.5, 35.0]], dtype=F64, requires_grad=True)
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0], dtype=F64)
+    (grad,) = torch.autograd.grad(train.surrogate_loss(logits, labels), logits)
+    clamped = torch.sigmoid(logits.detach().clamp(-30, 30))
+    torch.testing.assert_close(grad, (clamped - labels) / 4, rtol=1e-15, atol=0)
+    # The clamp binds at -40 and 35: sigmoid(-30) - 1, not sigmoid(-40) - 1.
+    assert float(grad[0, 0]) == (1 / (1 + math.exp(30.0)) - 1) / 4

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, frames, metrics, model, provenance
+from pipeline import data, frames, metrics, provenance, variants
 from pipeline.config import Config, load_params
 from pipeline.files import read_json, read_parquet, write_csv, write_json
 from pipeline.report import text_tables
@@ -34,7 +34,7 @@ def step_table(
 
 
 def run(
-    cfg: Config, frame: pd.DataFrame, summary: dict, params: model.Params
+    cfg: Config, frame: pd.DataFrame, summary: dict, params: variants.AnyParams
 ) -> tuple[dict, pd.DataFrame]:
     seeds = list(cfg.train.seeds)
     device, dtype = device_and_dtype(cfg.train)
@@ -49,7 +49,7 @@ def run(
         params, (train_inputs, train_labels), split("heldout"), cfg.eval
     )
     document = metrics.metrics_document(summary, seeds, numbers)
-    document["parameters"] = model.parameter_count(cfg.model)
+    document["parameters"] = variants.parameter_count(cfg.model, cfg.data.steps)
     table = step_table(seeds, data.split_frame(frame, "heldout"), weights, effects)
     return document, table
 
@@ -58,7 +58,9 @@ def main() -> None:
     cfg = load_params()
     provenance.verify_inputs(cfg, "evaluate")
     frame = read_parquet(cfg.paths.sequences)
-    _, params = frames.params_from_frame(read_parquet(cfg.paths.parameters), cfg.model)
+    _, params = frames.params_from_frame(
+        read_parquet(cfg.paths.parameters), cfg.model, cfg.data.steps
+    )
     summary = read_json(cfg.paths.data_summary)
     document, table = run(cfg, frame, summary, params)
     with provenance.publishing(cfg, "evaluate"):

@@ -26,7 +26,7 @@ def heldout(cfg: Config, frame: pd.DataFrame) -> tuple[torch.Tensor, ...]:
 def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict:
     """{explainer: {metric: (S,)}} for the runs of a parameter table (one row per seed)."""
     device, dtype = device_and_dtype(cfg.train)
-    seeds, params = frames.params_from_frame(table, cfg.model, dtype)
+    seeds, params = frames.params_from_frame(table, cfg.model, cfg.data.steps, dtype)
     inputs, _, marked = heldout(cfg, frame)
     return faithfulness.battery_tensors(
         params.map(lambda t: t.to(device)),
@@ -54,7 +54,7 @@ def run(
 ) -> tuple[dict, pd.DataFrame, dict]:
     """(faithfulness.json, one row per study run and explainer, the study summary)."""
     device, dtype = device_and_dtype(cfg.train)
-    seeds, params = frames.params_from_frame(lesson, cfg.model, dtype)
+    seeds, params = frames.params_from_frame(lesson, cfg.model, cfg.data.steps, dtype)
     inputs, labels, marked = heldout(cfg, frame)
     runs = faithfulness.battery(
         params.map(lambda t: t.to(device)),

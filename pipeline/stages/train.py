@@ -5,17 +5,19 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, frames, model, provenance
+from pipeline import data, frames, provenance, variants
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_csv, write_parquet
 from pipeline.stages import entry
 from pipeline.train import History, device_and_dtype, resolve_device, train
 
 
-def run(cfg: Config, frame: pd.DataFrame) -> tuple[model.Params, History]:
+def run(cfg: Config, frame: pd.DataFrame) -> tuple[variants.AnyParams, History]:
     device, dtype = device_and_dtype(cfg.train)
     inputs, labels, _ = frames.features(data.split_frame(frame, "train"), cfg.data.steps, dtype)
-    params = model.init_params(cfg.data.seed, cfg.train.seeds, cfg.model, dtype, device)
+    params = variants.init_params(
+        cfg.data.seed, cfg.train.seeds, cfg.model, cfg.data.steps, dtype, device
+    )
     trained, history = train(
         params, inputs.to(device), labels.to(device), cfg.train.epochs, cfg.train.lr
     )
@@ -39,7 +41,7 @@ def main() -> None:
     cfg = load_params()
     provenance.verify_inputs(cfg, "train")
     params, history = run(cfg, read_parquet(cfg.paths.sequences))
-    table = frames.params_to_frame(params, cfg.train.seeds, cfg.model)
+    table = frames.params_to_frame(params, cfg.train.seeds, cfg.model, cfg.data.steps)
     table["device"] = resolve_device(cfg.train.device).type  # what track records
     with provenance.publishing(cfg, "train"):
         write_parquet(cfg.paths.parameters, table)
