@@ -15,7 +15,6 @@ run. reports/metrics.json keeps its own keys: only the MLflow names differ.
 
 from __future__ import annotations
 
-import getpass
 import hashlib
 import json
 import os
@@ -406,18 +405,9 @@ def run_tags(state: PipelineState) -> dict[str, str]:
     """Creator and source as mlflow.start_run would set them, and the pipeline's tags."""
     from mlflow.tracking.context.registry import resolve_tags
 
-    try:
-        user = getpass.getuser()
-    except (KeyError, OSError):
-        user = "unknown"
-    standard = resolve_tags()
-    standard.update(
-        {
-            "mlflow.user": standard.get("mlflow.user") or user,
-            "mlflow.source.type": "LOCAL",
-            "mlflow.source.name": "dvc repro: pipeline/stages/track.py",
-        }
-    )
+    # MlflowClient.create_run does not resolve these itself; the source's name
+    # would be the path of a DVC temporary copy for queued experiments.
+    standard = resolve_tags({"mlflow.source.name": "dvc repro: pipeline/stages/track.py"})
     return {**standard, **state.tags}
 
 
