@@ -1,6 +1,6 @@
 """How the run-to-run gap moved across versions: `python -m pipeline.history`.
 
-Reads the MLflow store with mlflow.search_runs (through pipeline.tracking) and
+Reads the MLflow store (pipeline.tracking.search_parent_runs) and
 prints one row per recorded version (DVC experiment or git commit): the gap,
 each seed's held-out accuracy, marker mass and agreement, and the params that
 differ between versions. `--plot FILE` draws the gap across versions.

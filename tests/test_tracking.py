@@ -120,6 +120,17 @@ def test_runs_name_their_version_describe_the_change_and_say_who_logged_them(def
     assert "tags.train.epochs" not in children  # what does not
 
 
+def test_reading_a_store_leaves_the_environment_alone(default_cfg, store, monkeypatch):
+    """mlflow.set_tracking_uri exports MLFLOW_TRACKING_URI: a `dvc repro` started
+    after `pipeline.history` in the same process would log to the store it read."""
+    import os
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    tracking.log_state(committed_state(default_cfg, store))
+    parents, _ = tracking.search_parent_runs(store, "test")
+    assert len(parents) == 1 and "MLFLOW_TRACKING_URI" not in os.environ
+
+
 def test_the_experiment_carries_the_gap_view(default_cfg, store):
     from mlflow.tracking import MlflowClient
 
