@@ -13,6 +13,7 @@ import pytest
 
 from pipeline import history, tracking
 from pipeline.config import PROJECT_ROOT, TrackingConfig
+from pipeline.data import generate
 from pipeline.errors import TrackingError
 from tests.conftest import GOLDEN_RUNS
 
@@ -153,7 +154,7 @@ def test_sequences_are_the_runs_dataset_with_dvcs_md5(default_cfg, store):
     from mlflow.tracking import MlflowClient
 
     state = committed_state(default_cfg, store, **{"dvc.data_md5": "0123456789abcdef" * 2})
-    state.sequences = pd.read_parquet(PROJECT_ROOT / "data/sequences.parquet")
+    state.sequences = generate(default_cfg.data)  # data/ is DVC-cached: not in a clone
     parent_id, _ = tracking.log_state(state)
     _, children = tracking.search_parent_runs(store, "test")
     client = MlflowClient(store)
