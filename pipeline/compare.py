@@ -10,17 +10,14 @@ A column a variant does not have stays empty.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from pipeline import tracking
-from pipeline.config import PARAMS_FILE, PROJECT_ROOT, load_params
 from pipeline.errors import PipelineError
 from pipeline.files import write_csv
-from pipeline.history import metric
+from pipeline.history import metric, read_store, store_parser
 
 # Parent metric -> column. The gap's name before the namespaces is the fallback.
 PARENT_COLUMNS = {
@@ -73,18 +70,14 @@ def variant_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--uri", help="tracking URI (default: as the pipeline resolves it)")
-    parser.add_argument("--experiment", help="experiment name (default: tracking.experiment)")
+    parser = store_parser(__doc__.splitlines()[0])
     parser.add_argument("--csv", type=Path, help="also write the table as CSV")
     args = parser.parse_args(argv)
+    uri, parents, children = read_store(args)
     try:
-        cfg = load_params(PROJECT_ROOT / PARAMS_FILE).tracking
-        uri = args.uri or tracking.store_uri(cfg)
-        parents, children = tracking.search_parent_runs(uri, args.experiment or cfg.experiment)
         table = variant_table(parents, children)
     except PipelineError as err:
-        sys.exit(f"error: {err}")
+        sys.exit(f"error: cannot read {uri}: {err}")
     if table.empty:
         sys.exit(f"error: no runs recorded in {uri}")
     with pd.option_context("display.width", 250, "display.max_columns", 60):

@@ -72,18 +72,30 @@ def history_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
     return table.reset_index(drop=True)
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--uri", help="tracking URI (default: tracking.uri of params.yaml)")
+def store_parser(description: str) -> argparse.ArgumentParser:
+    """The options of every command that reads the store: --uri, --experiment."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--uri", help="tracking URI (default: as the pipeline resolves it)")
     parser.add_argument("--experiment", help="experiment name (default: tracking.experiment)")
-    parser.add_argument("--plot", type=Path, help="write a PNG of the gap across versions")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def read_store(args: argparse.Namespace) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """(URI, parent runs, child runs) of the store the options name, params.yaml's
+    tracking settings by default; a store that cannot be read ends the command."""
     try:
         cfg = load_params(PROJECT_ROOT / PARAMS_FILE).tracking
         uri = args.uri or tracking.store_uri(cfg)
-        parents, children = tracking.search_parent_runs(uri, args.experiment or cfg.experiment)
+        return uri, *tracking.search_parent_runs(uri, args.experiment or cfg.experiment)
     except PipelineError as err:
         sys.exit(f"error: {err}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = store_parser(__doc__.splitlines()[0])
+    parser.add_argument("--plot", type=Path, help="write a PNG of the gap across versions")
+    args = parser.parse_args(argv)
+    uri, parents, children = read_store(args)
     try:
         table = history_table(parents, children)
     except PipelineError as err:

@@ -389,11 +389,11 @@ def baseline_config(root: Path) -> tuple[Config, str]:
     return Config(), "the lesson's defaults"
 
 
-def description(state: PipelineState, baseline: Config, label: str) -> str:
-    """One line for mlflow.note.content: what changed, and the gap."""
-    changes = changed_params(state.cfg, baseline)
+def description(cfg: Config, values: dict[str, float], baseline: Config, label: str) -> str:
+    """One line for mlflow.note.content: what changed, and the gap (`values`: the
+    parent's metrics)."""
+    changes = changed_params(cfg, baseline)
     changed = ", ".join(f"{key} {old}\u2192{new}" for key, (old, new) in changes.items())
-    values = parent_metrics(state)
     gap = (
         f"gap {values['gap/seed_gap']:.4f} (held-out "
         f"{values['gap/heldout_min']:.4f}\u2013{values['gap/heldout_max']:.4f})"
@@ -444,16 +444,15 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
 
     name = version_label(state.tags)
     baseline, label = baseline_config(store_root())
+    values = parent_metrics(state)
     tags = {
         **run_tags(state),
         "version": name,
-        "mlflow.note.content": description(state, baseline, label),
+        "mlflow.note.content": description(state.cfg, values, baseline, label),
     }
     dataset = dataset_input(state)
     params = number_params(state.cfg)
-    parent = _log_run(
-        client, experiment_id, name, tags, params, parent_metrics(state), dataset=dataset
-    )
+    parent = _log_run(client, experiment_id, name, tags, params, values, dataset=dataset)
     try:
         _log_children_and_artifacts(client, experiment_id, parent, state, tags, dataset)
     except BaseException:
