@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -81,6 +82,9 @@ class StudyConfig:
     bootstrap: int = 1000  # multi-bootstrap resamples of the 95% intervals
     bootstrap_seed: int = 0
     chunk: int = 250  # seeds trained and evaluated at once: bounds the memory
+    # "i/n": only the i-th of n shards of the seeds (python -m pipeline.study sweeps;
+    # python -m pipeline.merge_study joins them); null: every seed.
+    shard: str | None = None
 
 
 @dataclass
@@ -162,6 +166,23 @@ def _check_path(key: str, value: str) -> None:
     )
 
 
+SHARD = re.compile(r"(\d+)/(\d+)")
+
+
+def shard_of(study: StudyConfig) -> tuple[int, int] | None:
+    """study.shard as (i, n), None for the whole study. The seeds are cut at chunk
+    boundaries, so a shard trains exactly the chunks an unsharded run would."""
+    if study.shard is None:
+        return None
+    match = SHARD.fullmatch(str(study.shard))
+    chunks = -(-study.seeds // study.chunk)
+    allowed = f"must be i/n with 0 <= i < n <= {chunks} (the study's chunks), or null"
+    _check(match is not None, "study.shard", allowed, study.shard)
+    index, count = int(match[1]), int(match[2])
+    _check(0 <= index < count <= chunks, "study.shard", allowed, study.shard)
+    return index, count
+
+
 def _check_values(cfg: Config) -> None:
     for key, value in _floats(cfg):
         _check(math.isfinite(value), key, "must be a finite number", value)
@@ -237,6 +258,7 @@ def _check_values(cfg: Config) -> None:
     _check(study.seeds >= 2, "study.seeds", "must be an integer >= 2", study.seeds)
     _check(study.bootstrap >= 1, "study.bootstrap", "must be an integer >= 1", study.bootstrap)
     _check(study.chunk >= 1, "study.chunk", "must be an integer >= 1", study.chunk)
+    shard_of(study)
     faith = cfg.faithfulness
     _check(faith.ig_steps >= 1, "faithfulness.ig_steps", "must be an integer >= 1", faith.ig_steps)
     _check(

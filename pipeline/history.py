@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline import sweep as sweep_module
 from pipeline import tracking
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT, load_params
 from pipeline.errors import PipelineError, TrackingError
-from pipeline.files import write_bytes
+from pipeline.files import read_json, write_bytes
 
 SEED_METRICS = {
     "heldout_accuracy": "heldout",
@@ -72,6 +73,49 @@ def history_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
     return table.reset_index(drop=True)
 
 
+# The study job's numbers a sweep row shows (python -m pipeline.study jobs).
+STUDY_COLUMNS = {
+    "study/seeds": "study_seeds",
+    "study/heldout_accuracy/mean": "study_heldout_mean",
+    "study/pair_gap/p_at_least_observed": "p_at_least_gap",
+    "study/share_marker_mass_above_half": "share_mass_above_half",
+}
+
+
+def sweep_table(parents: pd.DataFrame, children: pd.DataFrame, sweep_dir: Path) -> pd.DataFrame:
+    """One row per job of the sweep in `sweep_dir`: its overrides, the gap, its seed
+    runs, the study summary (study jobs); jobs that failed (their job.json) too."""
+    sweep = str(sweep_dir.resolve())
+    runs = parents[parents["tags.sweep"] == sweep] if "tags.sweep" in parents else parents[:0]
+    seed_runs = children.groupby("tags.mlflow.parentRunId").size() if len(children) else {}
+    rows = []
+    for run_id, run in runs.set_index("run_id").iterrows():
+        row = {
+            "job": int(run["tags.sweep.job"]),
+            "status": "logged",
+            "overrides": run["tags.overrides"],
+            "gap": run.get("metrics.gap/seed_gap"),
+            "seed_runs": int(seed_runs.get(run_id, 0)),
+        }
+        for name, column in STUDY_COLUMNS.items():
+            if pd.notna(run.get(f"metrics.{name}")):
+                row[column] = run[f"metrics.{name}"]
+        rows.append(row)
+    for path in sorted(sweep_dir.rglob(sweep_module.JOB_FILE)):
+        record = read_json(path)
+        if record.get("status") == "failed":
+            rows.append(
+                {
+                    "job": record["job"],
+                    "status": f"failed: {record['error']}",
+                    "overrides": " ".join(record["overrides"]),
+                }
+            )
+    if not rows:
+        return pd.DataFrame()
+    return pd.DataFrame(rows).sort_values("job", kind="stable").reset_index(drop=True)
+
+
 def store_parser(description: str) -> argparse.ArgumentParser:
     """The options of every command that reads the store: --uri, --experiment."""
     parser = argparse.ArgumentParser(description=description)
@@ -94,17 +138,24 @@ def read_store(args: argparse.Namespace) -> tuple[str, pd.DataFrame, pd.DataFram
 def main(argv: list[str] | None = None) -> None:
     parser = store_parser(__doc__.splitlines()[0])
     parser.add_argument("--plot", type=Path, help="write a PNG of the gap across versions")
+    parser.add_argument(
+        "--sweep", type=Path, metavar="DIR", help="one row per job of this Hydra sweep directory"
+    )
     args = parser.parse_args(argv)
     uri, parents, children = read_store(args)
     try:
-        table = history_table(parents, children)
+        if args.sweep:
+            table = sweep_table(parents, children, args.sweep)
+        else:
+            table = history_table(parents, children)
     except PipelineError as err:
         sys.exit(f"error: cannot read {uri}: {err}")
     if table.empty:
-        sys.exit(f"error: no runs recorded in {uri}")
+        where = f" for sweep {args.sweep.resolve()}" if args.sweep else ""
+        sys.exit(f"error: no runs recorded in {uri}{where}")
     with pd.option_context("display.width", 200, "display.max_columns", 50):
         print(table.to_string(index=False, float_format="{:.4f}".format))
-    if args.plot:
+    if args.plot and not args.sweep:
         from pipeline.figures import gap_history_png
 
         write_bytes(args.plot, gap_history_png(list(table["version"]), list(table["gap"])))

@@ -1,39 +1,62 @@
-"""The Hydra app: the whole lesson in one process.
+"""The Hydra app: the whole lesson in one process, logged to MLflow.
 
     python -m pipeline.run [overrides]      e.g. train.lr=0.9 data.seed=7
-    python -m pipeline.run -m train.seeds=[1],[2]
+    python -m pipeline.run -m train.lr=0.3,0.6 data.seed=1,2 [hydra/launcher=joblib]
 
-Prints the lesson's tables and writes metrics.json into the Hydra run directory.
+Prints the lesson's tables, writes metrics.json into the Hydra run directory and
+logs a parent run with one run per seed (tags `sweep`, `sweep.job`, `overrides`
+in a sweep). Any Hydra launcher runs the sweep's jobs (README: Sweeps).
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import hydra
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from pipeline.config import check_conf_yaml, validate
+from pipeline import sweep, tracking
+from pipeline.config import PROJECT_ROOT, Config, check_conf_yaml
 from pipeline.errors import PipelineError
 from pipeline.files import write_json
 from pipeline.report import text_tables
 from pipeline.stages import evaluate, generate, train
+from pipeline.train import resolve_device
+
+
+def lesson(cfg: Config) -> dict:
+    """One job: generate, train, evaluate, print, write metrics.json, log."""
+    if cfg.tracking.enabled:  # an unreachable server fails the job now, not after training
+        tracking.check_server(tracking.store_uri(cfg.tracking))
+    frame, summary = generate.run(cfg)
+    params, history = train.run(cfg, frame)
+    document, steps = evaluate.run(cfg, frame, summary, params)
+    print(text_tables(document, steps, cfg.eval.high_weight, cfg.eval.low_effect))
+    out = sweep.output_dir() / "metrics.json"
+    write_json(out, document)
+    result = {"seed_gap": document["seed_gap"]}
+    if cfg.tracking.enabled:
+        tags = {
+            **tracking.git_tags(PROJECT_ROOT),
+            **tracking.environment_tags(resolve_device(cfg.train.device).type),
+            **sweep.job_tags(),
+        }
+        state = tracking.PipelineState(
+            cfg=cfg,
+            metrics=document,
+            curves=train.curves_frame(history, cfg.train.seeds),
+            tags=tags,
+            artifacts=[out],
+            sequences=frame,
+            source="python -m pipeline.run",
+        )
+        result["run"], _ = tracking.log_state(state)
+    return result
 
 
 @hydra.main(config_path="../conf", config_name="config", version_base=None)
 def main(raw: DictConfig) -> None:
-    try:
-        cfg = validate(raw)
-        frame, summary = generate.run(cfg)
-        params, _ = train.run(cfg, frame)
-        document, steps = evaluate.run(cfg, frame, summary, params)
-    except PipelineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(1)
-    print(text_tables(document, steps, cfg.eval.high_weight, cfg.eval.low_effect))
-    write_json(Path(HydraConfig.get().runtime.output_dir) / "metrics.json", document)
+    sweep.run_job(lesson, raw)
 
 
 if __name__ == "__main__":

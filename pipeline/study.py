@@ -14,6 +14,8 @@ The Hydra app writes summary.json into its run directory; the DVC stage
 
 from __future__ import annotations
 
+import io
+import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,15 +23,15 @@ from pathlib import Path
 import hydra
 import pandas as pd
 import torch
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline import data, frames, metrics, stats, variants
-from pipeline.config import Config, validate
-from pipeline.errors import DivergenceError, PipelineError
-from pipeline.files import write_json
-from pipeline.train import device_and_dtype, finite_runs, train
+from pipeline import data, frames, metrics, stats, sweep, tracking, variants
+from pipeline.config import PROJECT_ROOT, Config, StudyConfig, shard_of, to_container, validate
+from pipeline.errors import ConfigError, DivergenceError, PipelineError
+from pipeline.files import write_bytes, write_json
+from pipeline.tracking import NUMBER_GROUPS, flatten
+from pipeline.train import device_and_dtype, finite_runs, resolve_device, train
 
 # The per-seed numbers summary.json describes, in its order; all are means over
 # held-out examples except train_accuracy (over training examples).
@@ -42,6 +44,7 @@ SUMMARIZED = (
     "top_weight_effect",
 )
 NAMED_DIVERGED = 20  # seeds listed in a divergence error; the count is always given
+SHARD_FILE = "shard.pt"  # what a study.shard job writes into its Hydra run directory
 
 
 @dataclass(frozen=True)
@@ -113,19 +116,35 @@ def seeds_table(runs: SeedRuns, cfg: Config) -> pd.DataFrame:
     return pd.concat([table, parameters], axis=1)
 
 
-def lesson_accuracy(cfg: Config, frame: pd.DataFrame, runs: SeedRuns) -> dict[int, float]:
-    """Held-out accuracy of each train.seeds run: from the study where it has the
-    seed, else trained here (train.seeds may name seeds outside 1..study.seeds)."""
+def heldout_accuracy(runs: SeedRuns) -> dict[int, float]:
+    values = metrics.per_run(runs.values)["heldout_accuracy"].tolist()
+    return dict(zip(runs.seeds, values, strict=True))
 
-    def heldout(trained: SeedRuns) -> dict[int, float]:
-        values = metrics.per_run(trained.values)["heldout_accuracy"].tolist()
-        return dict(zip(trained.seeds, values, strict=True))
 
-    accuracy = heldout(runs)
-    missing = [seed for seed in cfg.train.seeds if seed not in accuracy]
-    if missing:
-        accuracy.update(heldout(train_seeds(cfg, frame, missing)))
+def outside_accuracy(cfg: Config, frame: pd.DataFrame) -> dict[int, float]:
+    """Held-out accuracy of the train.seeds runs outside 1..study.seeds, trained here
+    (train.seeds may name any seed)."""
+    outside = [seed for seed in cfg.train.seeds if not 1 <= seed <= cfg.study.seeds]
+    return heldout_accuracy(train_seeds(cfg, frame, outside)) if outside else {}
+
+
+def lesson_accuracy(cfg: Config, runs: SeedRuns, outside: dict[int, float]) -> dict[int, float]:
+    """Held-out accuracy of each train.seeds run: from the study's runs (1..study.seeds)
+    or from `outside_accuracy`."""
+    accuracy = heldout_accuracy(runs) | outside
     return {seed: accuracy[seed] for seed in cfg.train.seeds}
+
+
+def study_seeds(study: StudyConfig) -> list[int]:
+    """The seeds a run trains: 1..study.seeds, or its shard's whole chunks."""
+    seeds = list(range(1, study.seeds + 1))
+    shard = shard_of(study)
+    if shard is None:
+        return seeds
+    index, count = shard
+    chunks = -(-study.seeds // study.chunk)
+    first, last = index * chunks // count, (index + 1) * chunks // count
+    return seeds[first * study.chunk : last * study.chunk]
 
 
 def summarized(runs: SeedRuns) -> list[str]:
@@ -181,8 +200,15 @@ def summarize(runs: SeedRuns, cfg: Config, lesson: dict[int, float]) -> dict:
 
 def run(cfg: Config, frame: pd.DataFrame, progress: bool = False) -> tuple[pd.DataFrame, dict]:
     """The whole study: (one row per seed, summary.json)."""
-    runs = train_seeds(cfg, frame, list(range(1, cfg.study.seeds + 1)), progress)
-    return seeds_table(runs, cfg), summarize(runs, cfg, lesson_accuracy(cfg, frame, runs))
+    if cfg.study.shard is not None:
+        raise ConfigError(
+            f"invalid config value study.shard={cfg.study.shard!r}: a shard has no summary of "
+            "its own; shard with `python -m pipeline.study -m study.shard=...`, join with "
+            "`python -m pipeline.merge_study`"
+        )
+    runs = train_seeds(cfg, frame, study_seeds(cfg.study), progress)
+    lesson = lesson_accuracy(cfg, runs, outside_accuracy(cfg, frame))
+    return seeds_table(runs, cfg), summarize(runs, cfg, lesson)
 
 
 def show_progress() -> bool:
@@ -190,15 +216,86 @@ def show_progress() -> bool:
     return sys.stderr.isatty()
 
 
-@hydra.main(config_path="../conf", config_name="config", version_base=None)
-def main(raw: DictConfig) -> None:
-    try:
-        cfg = validate(raw)
-        _, summary = run(cfg, data.generate(cfg.data), show_progress())
-    except PipelineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(1)
-    out = Path(HydraConfig.get().runtime.output_dir) / "summary.json"
+def shard_config(cfg: Config) -> dict:
+    """What every shard of one study shares: the number-shaping config but the shard."""
+    config = to_container(cfg)
+    config["study"]["shard"] = None
+    return {group: config[group] for group in NUMBER_GROUPS}
+
+
+def shard_bytes(cfg: Config, runs: SeedRuns, outside: dict[int, float]) -> bytes:
+    """shard.pt: a shard's runs with their per-example values (the bootstrap resamples
+    examples), the lesson seeds trained outside the study, and the config."""
+    buffer = io.BytesIO()
+    document = {
+        "config": json.dumps(shard_config(cfg), sort_keys=True),
+        "shard": cfg.study.shard,
+        "seeds": torch.tensor(runs.seeds),
+        "params": runs.params,
+        "values": runs.values,
+        "outside": {str(seed): accuracy for seed, accuracy in outside.items()},
+    }
+    torch.save(document, buffer)
+    return buffer.getvalue()
+
+
+def merge_shards(paths: list[Path]) -> tuple[Config, SeedRuns, dict[int, float]]:
+    """(config, runs in seed order, outside accuracy) of the shards in `paths`: one
+    study's shards 0..n-1, each exactly once, or a one-line error."""
+    if not paths:
+        raise PipelineError(f"no {SHARD_FILE} found")
+    shards = {}
+    for path in paths:
+        try:
+            document = torch.load(path, weights_only=True)
+        except Exception as err:  # torch raises several types for a damaged file
+            raise PipelineError(f"cannot read shard {path}: {err}") from None
+        index, count = map(int, document["shard"].split("/"))
+        if index in shards:
+            raise PipelineError(
+                f"shard {document['shard']} twice: {shards[index][0]} and {path} "
+                "(two sweeps in one directory?)"
+            )
+        shards[index] = (path, count, document)
+    first_path, first_count, first = shards[min(shards)]
+    config = json.loads(first["config"])
+    for path, count, document in shards.values():
+        other = json.loads(document["config"])
+        changed = sorted(
+            key
+            for key in set(flatten(config)) | set(flatten(other))
+            if flatten(config).get(key) != flatten(other).get(key)
+        )
+        if changed or count != first_count:
+            what = ", ".join(changed) or f"shard count {count} vs {first_count}"
+            raise PipelineError(f"{path} is not a shard of {first_path}'s study: {what} differ")
+    missing = sorted(set(range(first_count)) - set(shards))
+    if missing:
+        names = ", ".join(f"{i}/{first_count}" for i in missing)
+        raise PipelineError(f"missing shards {names}: the study needs all {first_count}")
+    ordered = [shards[index][2] for index in range(first_count)]
+    runs = SeedRuns(
+        seeds=torch.cat([d["seeds"] for d in ordered]).tolist(),
+        params=torch.cat([d["params"] for d in ordered]),
+        values={name: torch.cat([d["values"][name] for d in ordered]) for name in first["values"]},
+    )
+    outside = {int(seed): accuracy for seed, accuracy in first["outside"].items()}
+    return validate(config), runs, outside
+
+
+def study_job(cfg: Config) -> dict:
+    """One job of the Hydra app: a study (summary.json, logged) or one shard (shard.pt)."""
+    if cfg.tracking.enabled and cfg.study.shard is None:
+        tracking.check_server(tracking.store_uri(cfg.tracking))
+    frame = data.generate(cfg.data)
+    if cfg.study.shard is not None:
+        runs = train_seeds(cfg, frame, study_seeds(cfg.study), show_progress())
+        out = sweep.output_dir() / SHARD_FILE
+        write_bytes(out, shard_bytes(cfg, runs, outside_accuracy(cfg, frame)))
+        print(f"shard {cfg.study.shard}: seeds {runs.seeds[0]}..{runs.seeds[-1]}; wrote {out}")
+        return {"shard": cfg.study.shard, "seeds": len(runs.seeds)}
+    _, summary = run(cfg, frame, show_progress())
+    out = sweep.output_dir() / "summary.json"
     write_json(out, summary)
     gap = summary["pair_gap"]
     print(
@@ -206,6 +303,24 @@ def main(raw: DictConfig) -> None:
         f"{summary['heldout_accuracy']['mean']:.4f}; pairs at least {gap['observed']:.4f} "
         f"apart: {gap['p_at_least_observed']:.4f}; wrote {out}"
     )
+    result = {
+        "seed_gap": gap["observed"],
+        "heldout_mean": summary["heldout_accuracy"]["mean"],
+        "p_at_least_observed": gap["p_at_least_observed"],
+    }
+    if cfg.tracking.enabled:
+        tags = {
+            **tracking.git_tags(PROJECT_ROOT),
+            **tracking.environment_tags(resolve_device(cfg.train.device).type),
+            **sweep.job_tags(),
+        }
+        result["run"], _ = tracking.log_study(cfg, summary, tags, out)
+    return result
+
+
+@hydra.main(config_path="../conf", config_name="config", version_base=None)
+def main(raw: DictConfig) -> None:
+    sweep.run_job(study_job, raw)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs no
 STATE_TAG = "pipeline_state"
 # The config groups that shape a number; paths and tracking settings do not.
 NUMBER_GROUPS = ("data", "model", "train", "eval", "study", "faithfulness")
+UNSHAPING = ("tracking.", "paths.", "hydra.", "hydra/")  # overrides that change no number
 SOURCE_PATHS = ("pipeline", "conf", "dvc.yaml", "pyproject.toml")
 LOCK_TIMEOUT_S = 120
 BATCH = 1000  # MLflow's limit of metrics per log_batch call
@@ -95,6 +96,7 @@ class PipelineState:
     study: dict | None = None  # the seed study's summary.json
     faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
     study_faithfulness: dict | None = None  # the battery over the study's runs
+    source: str = "dvc repro: pipeline/stages/track.py"  # what the UI's Source column says
 
     @property
     def digest(self) -> str:
@@ -121,6 +123,8 @@ def state_digest(
         "data": hashes.get("dvc.data_md5"),
         "models": hashes.get("dvc.models_md5"),
     }
+    if "sweep" in hashes:  # each job of each sweep is its own run, even when repeated
+        content["job"] = [hashes["sweep"], hashes["sweep.job"]]
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
 
 
@@ -197,9 +201,13 @@ def environment_tags(device: str) -> dict[str, str]:
 
 
 def version_label(tags: dict[str, str]) -> str:
-    """What a history row is called: the DVC experiment, else the commit."""
+    """What a history row is called: the DVC experiment, the Hydra app's overrides,
+    else the commit."""
     if tags.get("dvc.exp_name"):
         return tags["dvc.exp_name"]
+    if "overrides" in tags:  # where the run is logged and its files go shape no number
+        shaping = [o for o in tags["overrides"].split() if not o.lstrip("+~").startswith(UNSHAPING)]
+        return " ".join(shaping) or "defaults"
     commit = tags.get("git.commit", "")[:7] or "no-git"
     return commit + ("-dirty" if tags.get("git.dirty") == "True" else "")
 
@@ -240,10 +248,23 @@ GAP_VIEW_STATE = {
 }
 
 
-def _experiment_id(client, name: str) -> str:
+def _experiment_id(client, uri: str, name: str) -> str:
+    from mlflow.exceptions import MlflowException
+
     experiment = client.get_experiment_by_name(name)
     if experiment is None:
-        experiment_id = client.create_experiment(name, artifact_location=artifact_location())
+        # A server keeps artifacts where it was told to (its artifact root), a local
+        # store beside itself.
+        remote = uri.startswith(("http://", "https://"))
+        try:
+            experiment_id = client.create_experiment(
+                name, artifact_location=None if remote else artifact_location()
+            )
+        except MlflowException:  # another worker of the sweep created it first
+            experiment = client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+            experiment_id = experiment.experiment_id
     else:
         experiment_id = experiment.experiment_id
     if experiment is None or f"mlflow.sharedViewState.{GAP_VIEW}" not in experiment.tags:
@@ -287,12 +308,25 @@ def _log_run(
 def log_state(state: PipelineState) -> tuple[str, bool]:
     """Log `state` unless the store has it. Returns (parent run id, newly logged)."""
     uri = store_uri(state.cfg.tracking)
+    return _locked(uri, lambda: _log_locked(uri, state))
+
+
+def log_study(cfg: Config, summary: dict, tags: dict[str, str], summary_file: Path):
+    """A study job's parent run (python -m pipeline.study): the study/ numbers, its
+    lesson seeds' gap as gap/seed_gap, summary.json; no run per study seed. Returns
+    (run id, newly logged)."""
+    uri = store_uri(cfg.tracking)
+    return _locked(uri, lambda: _log_study_locked(uri, cfg, summary, tags, summary_file))
+
+
+def _locked(uri: str, log):
+    """`log()` under the store's inter-process lock, store errors as one line."""
     check_server(uri)
     lock = lock_path(uri)
     check_lock_file(lock, uri)
     try:
         with FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
-            return _log_locked(uri, state)
+            return log()
     except Timeout:
         raise TrackingError(
             f"MLflow store {uri} is locked by another process (waited {LOCK_TIMEOUT_S} s "
@@ -407,7 +441,7 @@ def run_tags(state: PipelineState) -> dict[str, str]:
 
     # MlflowClient.create_run does not resolve these itself; the source's name
     # would be the path of a DVC temporary copy for queued experiments.
-    standard = resolve_tags({"mlflow.source.name": "dvc repro: pipeline/stages/track.py"})
+    standard = resolve_tags({"mlflow.source.name": state.source})
     return {**standard, **state.tags}
 
 
@@ -436,7 +470,7 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
-    experiment_id = _experiment_id(client, state.cfg.tracking.experiment)
+    experiment_id = _experiment_id(client, uri, state.cfg.tracking.experiment)
     digest = state.digest
     existing = _find_state(client, experiment_id, digest)
     if existing:
@@ -462,6 +496,39 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     client.set_tag(parent, STATE_TAG, digest)
     client.set_terminated(parent)
     return parent, True
+
+
+def _log_study_locked(
+    uri: str, cfg: Config, summary: dict, tags: dict[str, str], summary_file: Path
+) -> tuple[str, bool]:
+    from mlflow.tracking import MlflowClient
+    from mlflow.tracking.context.registry import resolve_tags
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment_id = _experiment_id(client, uri, cfg.tracking.experiment)
+    digest = state_digest(cfg, {}, tags, summary)
+    existing = _find_state(client, experiment_id, digest)
+    if existing:
+        return existing, False
+    name = version_label(tags)
+    gap = summary["pair_gap"]
+    note = (
+        f"study of {summary['seeds']} seeds: held-out mean "
+        f"{summary['heldout_accuracy']['mean']:.4f}; pairs at least {gap['observed']:.4f} "
+        f"apart {gap['p_at_least_observed']:.4f}"
+    )
+    run_tags = {
+        **resolve_tags({"mlflow.source.name": "python -m pipeline.study"}),
+        **tags,
+        "version": name,
+        "mlflow.note.content": note,
+    }
+    values = {"gap/seed_gap": gap["observed"], **nested_metrics(summary, "study/")}
+    run = _log_run(client, experiment_id, name, run_tags, number_params(cfg), values)
+    client.log_artifact(run, str(summary_file), artifact_path="study")
+    client.set_tag(run, STATE_TAG, digest)
+    client.set_terminated(run)
+    return run, True
 
 
 def nested_metrics(document: dict, prefix: str) -> dict[str, float]:

@@ -1,0 +1,48 @@
+"""Join a sharded study: `python -m pipeline.merge_study SWEEP_DIR --out FILE`.
+
+SWEEP_DIR holds the shard.pt files of `python -m pipeline.study -m
+study.shard=0/n,...,n-1/n` (any launcher). FILE gets the summary.json an
+unsharded run of the same seeds writes, byte for byte: shards are cut at chunk
+boundaries, so every run is trained exactly as it would be unsharded, and the
+bootstrap resamples the joined runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pipeline import study
+from pipeline.errors import PipelineError
+from pipeline.files import write_json
+
+
+def merge(sweep_dir: Path) -> dict:
+    """The study summary of the shards under `sweep_dir`."""
+    if not sweep_dir.is_dir():
+        raise PipelineError(f"no such sweep directory: {sweep_dir}")
+    cfg, runs, outside = study.merge_shards(sorted(sweep_dir.rglob(study.SHARD_FILE)))
+    return study.summarize(runs, cfg, study.lesson_accuracy(cfg, runs, outside))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("sweep_dir", type=Path, help="the sweep's directory (hydra.sweep.dir)")
+    parser.add_argument("--out", type=Path, required=True, help="where summary.json goes")
+    args = parser.parse_args(argv)
+    try:
+        summary = merge(args.sweep_dir)
+    except PipelineError as err:
+        sys.exit(f"error: {err}")
+    write_json(args.out, summary)
+    gap = summary["pair_gap"]
+    print(
+        f"{summary['seeds']} seeds: held-out accuracy mean "
+        f"{summary['heldout_accuracy']['mean']:.4f}; pairs at least {gap['observed']:.4f} "
+        f"apart: {gap['p_at_least_observed']:.4f}; wrote {args.out}"
+    )
+
+
+if __name__ == "__main__":
+    main()
