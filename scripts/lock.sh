@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerate requirements.lock from pyproject.toml (and its dev extra) for
+# Regenerate requirements.lock from pyproject.toml (and all its extras) for
 # Linux x86_64 and CPython 3.11: every package pinned, with sha256 hashes.
 #
 # torch itself is left out: requirements-torch.txt pins its version without a
@@ -23,7 +23,7 @@ trap 'rm -f "$constraint"' EXIT
 echo "torch==${torch}+cpu" >"$constraint"
 
 # shellcheck disable=SC2086  # source_opts holds several options
-uv pip compile pyproject.toml --extra dev \
+uv pip compile pyproject.toml --all-extras \
     --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
     --generate-hashes --no-emit-package torch \
     --constraint "$constraint" $source_opts \

@@ -80,9 +80,9 @@ def test_params_yaml_is_what_dvc_composes(tmp_path):
 
 
 def run_app(*args: str, cwd=PROJECT_ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "pipeline.run", *args], cwd=cwd, capture_output=True, text=True
-    )
+    """pipeline.run, logging nowhere (tests/test_sweep.py checks what it logs)."""
+    command = [sys.executable, "-m", "pipeline.run", *args, "tracking.enabled=false"]
+    return subprocess.run(command, cwd=cwd, capture_output=True, text=True)
 
 
 @pytest.mark.slow
