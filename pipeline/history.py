@@ -99,7 +99,8 @@ def sweep_table(parents: pd.DataFrame, children: pd.DataFrame, sweep_dir: Path) 
         }
         for name, column in STUDY_COLUMNS.items():
             if pd.notna(run.get(f"metrics.{name}")):
-                row[column] = run[f"metrics.{name}"]
+                value = run[f"metrics.{name}"]
+                row[column] = int(value) if column == "study_seeds" else value
         rows.append(row)
     for path in sorted(sweep_dir.rglob(sweep_module.JOB_FILE)):
         record = read_json(path)
