@@ -139,7 +139,15 @@ def test_bad_study_values_name_the_key(override, key):
 def test_hydra_app_sweeps_one_study_per_config(tmp_path):
     overrides = [o for o in SMALL if not o.startswith("study.seeds")] + ["study.seeds=3"]
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline.study", "-m", *overrides, "train.lr=0.3,0.6", "tracking.enabled=false"]
+        [
+            sys.executable,
+            "-m",
+            "pipeline.study",
+            "-m",
+            *overrides,
+            "train.lr=0.3,0.6",
+            "tracking.enabled=false",
+        ]
         + [f"hydra.sweep.dir={tmp_path}"],
         capture_output=True,
         text=True,
