@@ -160,7 +160,9 @@ def main(argv: list[str] | None = None) -> None:
             print(f"tracking server: {uri} (PostgreSQL store and artifacts in {args.dir})")
             print(f"point jobs at it: tracking.uri={uri}  or  MLFLOW_TRACKING_URI={uri}")
             print("Ctrl-C stops it", flush=True)
-            signal.sigwait({signal.SIGINT, signal.SIGTERM})
+            stop = {signal.SIGINT, signal.SIGTERM}
+            signal.pthread_sigmask(signal.SIG_BLOCK, stop)  # after the servers started
+            signal.sigwait(stop)
     except PipelineError as err:
         sys.exit(f"error: {err}")
 

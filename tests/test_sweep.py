@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -238,3 +239,28 @@ def test_submitit_local_runs_the_sweep_path_of_slurm(tmp_path):
         "train.lr=0.3 train.epochs=20": ["1", "2"],
         "train.lr=0.6 train.epochs=20": ["1", "2"],
     }
+
+
+@pytest.mark.slow
+def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
+    from pipeline.server import free_port
+
+    if shutil.which("initdb") is None and not list(Path("/usr/lib/postgresql").glob("*/bin")):
+        pytest.skip("PostgreSQL is not installed")
+    root = Path(tempfile.mkdtemp(prefix="tracking-server-"))
+    root.chmod(0o755)
+    port = free_port()
+    command = [sys.executable, "-m", "pipeline.server", str(root / "store"), "--port", str(port)]
+    server = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    try:
+        assert server.stdout.readline().startswith(f"tracking server: http://127.0.0.1:{port}")
+        tracking.check_server(f"http://127.0.0.1:{port}")  # answers /health
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+        with pytest.raises(PipelineError, match="cannot reach MLflow tracking server"):
+            tracking.check_server(f"http://127.0.0.1:{port}")
+        postgres = subprocess.run(["pgrep", "-f", str(root)], capture_output=True, text=True)
+        assert postgres.stdout == ""  # PostgreSQL stopped too
+    finally:
+        server.kill()
+        shutil.rmtree(root, ignore_errors=True)
