@@ -61,7 +61,7 @@ class TrainingSet:
     """
 
     readings: torch.Tensor  # (N, T), the marked entry replaced by an unmarked reading
-    moments: torch.Tensor  # (N, T, 3): unmarked * [1, r, r^2]
+    moments: torch.Tensor  # (N, 3, T): unmarked * [1, r, r^2]
     marked_reading: torch.Tensor  # (N,)
     unmarked_max: torch.Tensor  # (N,)
     unmarked_min: torch.Tensor  # (N,)
@@ -77,7 +77,7 @@ class TrainingSet:
         safe = torch.where(is_marked, readings.gather(-1, first_unmarked), readings)
         return cls(
             readings=safe,
-            moments=torch.stack([unmarked, unmarked * readings, unmarked * readings**2], -1),
+            moments=torch.stack([unmarked, unmarked * readings, unmarked * readings**2], 1),
             marked_reading=(readings * marker).sum(-1),
             unmarked_max=safe.amax(-1),
             unmarked_min=safe.amin(-1),
@@ -90,39 +90,47 @@ def device_and_dtype(cfg: TrainConfig) -> tuple[torch.device, torch.dtype]:
 
 
 def logits_and_gradients(params: Params, batch: TrainingSet) -> tuple[torch.Tensor, Params]:
-    """Training logits (S, N) and the gradient of the mean BCE for every parameter."""
-    key_dir, value_dir = key_direction(params), value_direction(params)  # (S, C)
-    reading_key, marker_key = key_dir[:, :1], key_dir[:, 1:]  # (S, 1) each
-    reading_value, marker_value = value_dir[:, :1], value_dir[:, 1:]
+    """Training logits (S, N) and the gradient of the mean BCE for every parameter.
 
-    # The exact max score of every (run, example): the softmax shift.
-    extreme = torch.where(reading_key > 0, batch.unmarked_max, batch.unmarked_min)  # (S, N)
-    marked_score = reading_key * batch.marked_reading + marker_key  # (S, N)
+    Computed example-major, (N, S) and (N, T, S): runs innermost, so the batched
+    matmul is (3, T) @ (T, S) per example (3.5x faster than (S, T) @ (T, 3) on the
+    CPU) and every (N, S) operand it yields is contiguous along the runs.
+    """
+    key_dir, value_dir = key_direction(params), value_direction(params)  # (S, C)
+    reading_key, marker_key = key_dir[:, 0], key_dir[:, 1]  # (S,) each
+    reading_value, marker_value = value_dir[:, 0], value_dir[:, 1]
+    marked_reading = batch.marked_reading[:, None]  # (N, 1)
+
+    # The exact max score of every (example, run): the softmax shift.
+    extreme = torch.where(
+        reading_key > 0, batch.unmarked_max[:, None], batch.unmarked_min[:, None]
+    )  # (N, S)
+    marked_score = marked_reading * reading_key + marker_key  # (N, S)
     shift = torch.maximum(reading_key * extreme, marked_score)
     exps = torch.addcmul(
-        -shift.T[:, :, None], reading_key.T[:, :, None], batch.readings[:, None, :]
-    ).exp_()  # (N, S, T)
-    unmarked_sum, unmarked_r, unmarked_rr = torch.bmm(exps, batch.moments).permute(2, 1, 0)
+        -shift[:, None, :], batch.readings[:, :, None], reading_key[None, None, :]
+    ).exp_()  # (N, T, S)
+    unmarked_sum, unmarked_r, unmarked_rr = torch.bmm(batch.moments, exps).unbind(1)
 
-    marked_exp = torch.exp(marked_score - shift)  # (S, N)
+    marked_exp = torch.exp(marked_score - shift)  # (N, S)
     total = unmarked_sum + marked_exp
     marked_weight = marked_exp / total
-    mean_reading = (unmarked_r + marked_exp * batch.marked_reading) / total  # sum_t a_t r_t
-    mean_square = (unmarked_rr + marked_exp * batch.marked_reading**2) / total
+    mean_reading = (unmarked_r + marked_exp * marked_reading) / total  # sum_t a_t r_t
+    mean_square = (unmarked_rr + marked_exp * marked_reading**2) / total
     context = reading_value * mean_reading + marker_value * marked_weight  # sum_t a_t z_t
-    logits = context + params.bias[:, None]
+    logits = context + params.bias
 
-    dlogit = (probability(logits) - batch.labels) / batch.labels.shape[0]  # (S, N)
+    dlogit = (probability(logits) - batch.labels[:, None]) / batch.labels.shape[0]  # (N, S)
     # sum_t a_t (z_t - context) x_t, channel by channel.
     spread_reading = (
         reading_value * mean_square
-        + marker_value * marked_weight * batch.marked_reading
+        + marker_value * marked_weight * marked_reading
         - context * mean_reading
     )
-    marked_value = reading_value * batch.marked_reading + marker_value
+    marked_value = reading_value * marked_reading + marker_value
     spread_marker = marked_weight * (marked_value - context)
-    dvalue_dir = torch.stack([dlogit * mean_reading, dlogit * marked_weight], -1).sum(1)
-    dkey_dir = torch.stack([dlogit * spread_reading, dlogit * spread_marker], -1).sum(1)
+    dvalue_dir = torch.stack([(dlogit * mean_reading).sum(0), (dlogit * marked_weight).sum(0)], -1)
+    dkey_dir = torch.stack([(dlogit * spread_reading).sum(0), (dlogit * spread_marker).sum(0)], -1)
     dkey_dir = dkey_dir / math.sqrt(params.query.shape[1])
 
     gradients = Params(
@@ -130,9 +138,9 @@ def logits_and_gradients(params: Params, batch: TrainingSet) -> tuple[torch.Tens
         value_proj=params.readout[:, :, None] * dvalue_dir[:, None, :],
         query=torch.einsum("sic,sc->si", params.key_proj, dkey_dir),
         readout=torch.einsum("sic,sc->si", params.value_proj, dvalue_dir),
-        bias=dlogit.sum(-1),
+        bias=dlogit.sum(0),
     )
-    return logits, gradients
+    return logits.T, gradients
 
 
 def mean_bce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
