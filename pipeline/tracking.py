@@ -525,8 +525,12 @@ def _log_study_locked(
     }
     values = {"gap/seed_gap": gap["observed"], **nested_metrics(summary, "study/")}
     run = _log_run(client, experiment_id, name, run_tags, number_params(cfg), values)
-    client.log_artifact(run, str(summary_file), artifact_path="study")
-    client.set_tag(run, STATE_TAG, digest)
+    try:
+        client.log_artifact(run, str(summary_file), artifact_path="study")
+    except BaseException:
+        client.set_terminated(run, "FAILED")
+        raise
+    client.set_tag(run, STATE_TAG, digest)  # last: only a complete run carries the state
     client.set_terminated(run)
     return run, True
 

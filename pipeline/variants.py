@@ -339,3 +339,80 @@ def sink_mass(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor | None:
     scores, _ = scores_and_readouts(params, inputs)  # (S, N, 1, T)
     sink = params.named["sink"][:, None, None].expand(scores.shape[:-1]).unsqueeze(-1)
     return torch.softmax(torch.cat([scores, sink], -1), -1)[..., -1].sum(-1)
+
+
+# --- training: the same forward, runs innermost -----------------------------------------------
+
+
+def _shift_steps(runs_last: torch.Tensor, offset: int) -> torch.Tensor:
+    """`shifted` for (N, T, S): step t takes step t - offset's value (zero before 0)."""
+    if offset == 0:
+        return runs_last
+    return torch.nn.functional.pad(runs_last, (0, 0, offset, 0))[:, : runs_last.shape[1]]
+
+
+def _project(xs: list[torch.Tensor], directions: torch.Tensor) -> torch.Tensor:
+    """`project_channels` with the runs last: channel slabs xs (N, T, ...) and
+    directions (..., C) -> sum_c xs[c] * directions[..., c]."""
+    return total(x * directions[..., c] for c, x in enumerate(xs))
+
+
+def _window_runs_last(params: VariantParams, xs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """`window_channels` for channel slabs (N, T, 1): each channel's h, (N, T, S)."""
+    n, window = params.named, params.cfg.window
+    bilinear = torch.einsum("sic,sid->scd", n["Wq_layer"], n["Wk_layer"])
+    bilinear = bilinear / math.sqrt(n["Wq_layer"].shape[1])  # (S, C, C)
+    keys = [_project(xs, bilinear[:, c]) for c in range(len(xs))]  # (A x)_c, (N, T, S)
+    values = [_project(xs, n["Wv_layer"][:, c]) for c in range(len(xs))]
+    steps = torch.arange(xs[0].shape[1], device=xs[0].device)
+    scores = torch.stack(
+        [
+            total(x * _shift_steps(k, offset) for x, k in zip(xs, keys, strict=True))
+            + drop_steps_mask(steps < offset, xs[0].dtype)[:, None]
+            for offset in range(window)
+        ]
+    )  # (w, N, T, S)
+    weights = torch.softmax(scores, dim=0).unbind(0)
+    return [
+        x + total(a * _shift_steps(v, offset) for offset, a in enumerate(weights))
+        for x, v in zip(xs, values, strict=True)
+    ]
+
+
+def training_logits(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+    """The logits (S, N) of `forward` on inputs (N, T, C), for training.
+
+    The same operations as `forward`, laid out example-major with the runs
+    innermost, (N, T, H, S): every broadcast, softmax and sum over steps runs
+    along S contiguous numbers instead of T = 12. Equal to `forward` up to float
+    rounding (tests/test_variants.py); the metrics keep `forward`. The lesson's
+    Params go through model.forward.
+    """
+    if isinstance(params, Params):
+        return model.forward(params, inputs)[0]
+    kind = params.cfg.kind
+    xs = [x[..., None] for x in inputs.unbind(-1)]  # (N, T, 1) each
+    if kind == "posenc":
+        if params.cfg.positional == "learned":
+            encoding = params.named["P"].permute(1, 2, 0)  # (T, C, S)
+        else:
+            steps, channels = inputs.shape[-2:]
+            encoding = sinusoidal_encoding(steps, channels, inputs.dtype).to(inputs.device)
+            encoding = encoding[..., None]  # (T, C, 1)
+        xs = [x + encoding[:, c] for c, x in enumerate(xs)]
+    elif kind == "window":
+        xs = _window_runs_last(params, xs)
+    xs = [x[:, :, None] for x in xs]  # (N, T, 1, S or 1): heads next to the runs
+    heads = range(params.cfg.heads) if kind == "multihead" else [None]
+    views = [lesson_view(params, head) for head in heads]
+    keys = torch.stack([model.key_direction(view) for view in views])  # (H, S, C)
+    values = torch.stack([model.value_direction(view) for view in views])
+    scores, readouts = _project(xs, keys), _project(xs, values)  # (N, T, H, S)
+    sink = params.named.get("sink")
+    if sink is None:
+        weights = torch.softmax(scores, dim=1)
+    else:
+        slot = sink.expand(scores.shape[0], 1, 1, -1)  # (N, 1, 1, S)
+        weights = torch.softmax(torch.cat([scores, slot], 1), dim=1)[:, :-1]
+    logits = (weights * readouts).sum((1, 2))  # (N, S)
+    return (logits + params.named["b"]).T

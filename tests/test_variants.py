@@ -325,7 +325,10 @@ def test_trained_one_head_multihead_is_the_trained_lesson():
     plain = variants.init_params(4242, [1, 2], ModelConfig(), STEPS)
     got, _ = train.train(heads, train_x, train_y, 10, 0.6)
     want, _ = train.train(plain, train_x, train_y, 10, 0.6, autograd=True)
-    assert torch.equal(variants.to_flat(got), variants.to_flat(want))
+    # training_logits sums in its own order: equal up to float rounding
+    torch.testing.assert_close(
+        variants.to_flat(got), variants.to_flat(want), rtol=1e-12, atol=1e-14
+    )
 
 
 @pytest.mark.parametrize("kind", VARIANTS)
@@ -386,3 +389,34 @@ def test_autograd_lesson_matches_the_fast_path():
 def test_default_variant_config_is_the_lesson():
     assert Config().model.kind == "lesson"
     assert validate(compose()).model == ModelConfig()
+
+
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        ModelConfig(kind="sink"),
+        ModelConfig(kind="multihead", heads=3),
+        ModelConfig(kind="posenc"),
+        ModelConfig(kind="posenc", positional="sinusoidal"),
+        ModelConfig(kind="window"),
+        ModelConfig(kind="window", window=1),
+    ],
+    ids=lambda cfg: f"{cfg.kind}-{cfg.heads}-{cfg.positional}-{cfg.window}",
+)
+def test_training_logits_and_their_gradients_are_the_forwards(cfg):
+    """Training's runs-innermost layout computes the same model as `forward`."""
+    params = random_params(cfg, 4, seed=21)
+    inputs = random_inputs(7, STEPS, seed=22)
+    labels = (torch.arange(7) % 2).to(F64)
+
+    def logits_and_gradients(logits_of):
+        leaves = params.map(lambda t: t.detach().requires_grad_(True))
+        logits = logits_of(leaves)
+        gradients = torch.autograd.grad(train.surrogate_loss(logits, labels), leaves.tensors())
+        return logits, gradients
+
+    ours = logits_and_gradients(lambda p: variants.training_logits(p, inputs))
+    theirs = logits_and_gradients(lambda p: variants.forward(p, inputs)[0])
+    torch.testing.assert_close(ours[0], theirs[0], rtol=1e-13, atol=1e-14)
+    for got, want in zip(ours[1], theirs[1], strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
