@@ -173,17 +173,30 @@ def train(
     if autograd or not isinstance(params, Params):
         return train_autograd(params, inputs, labels, epochs, lr, check)
     batch = TrainingSet.build(inputs, labels)
-    loss = torch.empty(epochs, params.runs, dtype=inputs.dtype, device=inputs.device)
+
+    def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        logits, gradients = logits_and_gradients(params, batch)
+        return logits, gradients.tensors()
+
+    params, history = descend(params, step, labels, epochs, lr)
+    if check:
+        check_finite(history.loss, params, lr)
+    return params, history
+
+
+def descend(
+    params: AnyParams, step, labels: torch.Tensor, epochs: int, lr: float
+) -> tuple[AnyParams, History]:
+    """`epochs` gradient steps: step(params) -> (logits (S, N), gradients in `tensors()`
+    order); the loss and accuracy are recorded before each update."""
+    loss = torch.empty(epochs, params.runs, dtype=labels.dtype, device=labels.device)
     acc = torch.empty_like(loss)
     for epoch in range(epochs):
-        logits, gradients = logits_and_gradients(params, batch)
+        logits, gradients = step(params)
         loss[epoch] = mean_bce(logits, labels)
         acc[epoch] = accuracy(logits, labels)
-        params = Params(
-            *(p - lr * g for p, g in zip(params.tensors(), gradients.tensors(), strict=True))
-        )
-    if check:
-        check_finite(loss, params, lr)
+        steps = [p - lr * g for p, g in zip(params.tensors(), gradients, strict=True)]
+        params = with_tensors(params, steps)
     return params, History(loss, acc)
 
 
@@ -215,10 +228,9 @@ def train_autograd(
     """Full-batch gradient descent with torch autograd through the variants' forward
     (`variants.training_logits`, `variants.forward` laid out for speed): the
     definition of training, for every variant (`train` documents the arguments)."""
+    step = autograd_step(inputs, labels)
     blocks = [
-        _descend(
-            params.map(lambda t, s=start: t[s : s + AUTOGRAD_BLOCK]), inputs, labels, epochs, lr
-        )
+        descend(params.map(lambda t, s=start: t[s : s + AUTOGRAD_BLOCK]), step, labels, epochs, lr)
         for start in range(0, params.runs, AUTOGRAD_BLOCK)
     ]
     tensors = [torch.cat(parts) for parts in zip(*(b.tensors() for b, _ in blocks), strict=True)]
@@ -231,21 +243,16 @@ def train_autograd(
     return params, history
 
 
-def _descend(
-    params: AnyParams, inputs: torch.Tensor, labels: torch.Tensor, epochs: int, lr: float
-) -> tuple[AnyParams, History]:
-    loss = torch.empty(epochs, params.runs, dtype=inputs.dtype, device=inputs.device)
-    acc = torch.empty_like(loss)
-    for epoch in range(epochs):
+def autograd_step(inputs: torch.Tensor, labels: torch.Tensor):
+    """`descend`'s step for any variant: the logits and torch autograd's gradients."""
+
+    def step(params: AnyParams) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         leaves = params.map(lambda t: t.detach().requires_grad_(True))
         logits = training_logits(leaves, inputs)  # (S, N)
         gradients = torch.autograd.grad(surrogate_loss(logits, labels), leaves.tensors())
-        with torch.no_grad():
-            loss[epoch] = mean_bce(logits, labels)
-            acc[epoch] = accuracy(logits, labels)
-            steps = [p - lr * g for p, g in zip(leaves.tensors(), gradients, strict=True)]
-            params = with_tensors(leaves, steps)
-    return params, History(loss, acc)
+        return logits.detach(), gradients
+
+    return step
 
 
 def finite_runs(loss: torch.Tensor, params: AnyParams) -> torch.Tensor:
