@@ -16,12 +16,11 @@ import hydra
 from omegaconf import DictConfig
 
 from pipeline import sweep, tracking
-from pipeline.config import PROJECT_ROOT, Config, check_conf_yaml
+from pipeline.config import Config, check_conf_yaml
 from pipeline.errors import PipelineError
 from pipeline.files import write_json
 from pipeline.report import text_tables
 from pipeline.stages import evaluate, generate, train
-from pipeline.train import resolve_device
 
 
 def lesson(cfg: Config) -> dict:
@@ -36,16 +35,11 @@ def lesson(cfg: Config) -> dict:
     write_json(out, document)
     result = {"seed_gap": document["seed_gap"]}
     if cfg.tracking.enabled:
-        tags = {
-            **tracking.git_tags(PROJECT_ROOT),
-            **tracking.environment_tags(resolve_device(cfg.train.device).type),
-            **sweep.job_tags(),
-        }
         state = tracking.PipelineState(
             cfg=cfg,
             metrics=document,
             curves=train.curves_frame(history, cfg.train.seeds),
-            tags=tags,
+            tags=sweep.run_tags(cfg),
             artifacts=[out],
             sequences=frame,
             source="python -m pipeline.run",

@@ -27,11 +27,11 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline import data, frames, metrics, stats, sweep, tracking, variants
-from pipeline.config import PROJECT_ROOT, Config, StudyConfig, shard_of, to_container, validate
+from pipeline.config import Config, StudyConfig, shard_of, to_container, validate
 from pipeline.errors import ConfigError, DivergenceError, PipelineError
 from pipeline.files import write_bytes, write_json
 from pipeline.tracking import NUMBER_GROUPS, flatten
-from pipeline.train import device_and_dtype, finite_runs, resolve_device, train
+from pipeline.train import device_and_dtype, finite_runs, train
 
 # The per-seed numbers summary.json describes, in its order; all are means over
 # held-out examples except train_accuracy (over training examples).
@@ -248,9 +248,9 @@ def merge_shards(paths: list[Path]) -> tuple[Config, SeedRuns, dict[int, float]]
     for path in paths:
         try:
             document = torch.load(path, weights_only=True)
+            index, count = map(int, document["shard"].split("/"))
         except Exception as err:  # torch raises several types for a damaged file
-            raise PipelineError(f"cannot read shard {path}: {err}") from None
-        index, count = map(int, document["shard"].split("/"))
+            raise PipelineError(f"cannot read shard {path}: {err!r}") from None
         if index in shards:
             raise PipelineError(
                 f"shard {document['shard']} twice: {shards[index][0]} and {path} "
@@ -259,13 +259,10 @@ def merge_shards(paths: list[Path]) -> tuple[Config, SeedRuns, dict[int, float]]
         shards[index] = (path, count, document)
     first_path, first_count, first = shards[min(shards)]
     config = json.loads(first["config"])
+    ours = flatten(config)
     for path, count, document in shards.values():
-        other = json.loads(document["config"])
-        changed = sorted(
-            key
-            for key in set(flatten(config)) | set(flatten(other))
-            if flatten(config).get(key) != flatten(other).get(key)
-        )
+        theirs = flatten(json.loads(document["config"]))
+        changed = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
         if changed or count != first_count:
             what = ", ".join(changed) or f"shard count {count} vs {first_count}"
             raise PipelineError(f"{path} is not a shard of {first_path}'s study: {what} differ")
@@ -309,12 +306,7 @@ def study_job(cfg: Config) -> dict:
         "p_at_least_observed": gap["p_at_least_observed"],
     }
     if cfg.tracking.enabled:
-        tags = {
-            **tracking.git_tags(PROJECT_ROOT),
-            **tracking.environment_tags(resolve_device(cfg.train.device).type),
-            **sweep.job_tags(),
-        }
-        result["run"], _ = tracking.log_study(cfg, summary, tags, out)
+        result["run"], _ = tracking.log_study(cfg, summary, sweep.run_tags(cfg), out)
     return result
 
 

@@ -19,7 +19,8 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from pipeline.config import Config, validate
+from pipeline import tracking
+from pipeline.config import PROJECT_ROOT, Config, validate
 from pipeline.errors import PipelineError
 from pipeline.files import read_json, write_json
 
@@ -35,6 +36,18 @@ def job_tags() -> dict[str, str]:
         tags["sweep"] = str(Path(hydra.sweep.dir).resolve())
         tags["sweep.job"] = str(hydra.job.num)
     return tags
+
+
+def run_tags(cfg: Config) -> dict[str, str]:
+    """A job's parent-run tags: git commit, torch and device, its place in the sweep."""
+    from pipeline.train import resolve_device  # torch: `pipeline.history` reads JOB_FILE only
+
+    device = resolve_device(cfg.train.device).type
+    return {
+        **tracking.git_tags(PROJECT_ROOT),
+        **tracking.environment_tags(device),
+        **job_tags(),
+    }
 
 
 def output_dir() -> Path:

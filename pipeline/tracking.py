@@ -311,7 +311,9 @@ def log_state(state: PipelineState) -> tuple[str, bool]:
     return _locked(uri, lambda: _log_locked(uri, state))
 
 
-def log_study(cfg: Config, summary: dict, tags: dict[str, str], summary_file: Path):
+def log_study(
+    cfg: Config, summary: dict, tags: dict[str, str], summary_file: Path
+) -> tuple[str, bool]:
     """A study job's parent run (python -m pipeline.study): the study/ numbers, its
     lesson seeds' gap as gap/seed_gap, summary.json; no run per study seed. Returns
     (run id, newly logged)."""

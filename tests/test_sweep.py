@@ -101,6 +101,10 @@ def test_merge_refuses_missing_doubled_and_foreign_shards(tmp_path):
     shutil.copytree(tmp_path / "b", tmp_path / "c" / "b")
     with pytest.raises(PipelineError, match=r"shard 0/2 twice"):
         merge_study.merge(tmp_path / "c")
+    (tmp_path / "bad" / "0").mkdir(parents=True)
+    (tmp_path / "bad" / "0" / study.SHARD_FILE).write_bytes(b"not a shard")
+    with pytest.raises(PipelineError, match=r"cannot read shard .*bad/0/shard.pt: "):
+        merge_study.merge(tmp_path / "bad")
     (tmp_path / "empty").mkdir()
     with pytest.raises(PipelineError, match="no shard.pt found"):
         merge_study.merge(tmp_path / "empty")
@@ -109,6 +113,7 @@ def test_merge_refuses_missing_doubled_and_foreign_shards(tmp_path):
     assert result.stderr.strip() == f"error: no such sweep directory: {tmp_path / 'missing'}"
 
 
+@pytest.mark.slow
 def test_a_failed_job_is_named_and_the_others_finish_and_are_logged(tmp_path):
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"
     result = run_module(
