@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import subprocess
@@ -168,13 +169,21 @@ LAUNCHERS = {
 }
 
 
+def require_postgres() -> None:
+    """Skip without PostgreSQL; in CI fail (.ci/run installs it)."""
+    if shutil.which("initdb") or list(Path("/usr/lib/postgresql").glob("*/bin/initdb")):
+        return
+    if os.environ.get("CI"):
+        pytest.fail("PostgreSQL is not installed: .ci/run installs Debian's postgresql")
+    pytest.skip("PostgreSQL is not installed (apt install postgresql)")
+
+
 @pytest.fixture(scope="module")
 def server():
     """PostgreSQL and `mlflow server` on free loopback ports, stopped afterwards."""
     from pipeline.server import tracking_server
 
-    if shutil.which("initdb") is None and not list(Path("/usr/lib/postgresql").glob("*/bin")):
-        pytest.skip("PostgreSQL is not installed")
+    require_postgres()
     # Not under pytest's tmp_path: as root, PostgreSQL runs as `postgres`, which
     # cannot enter pytest's private (0700) directories.
     root = Path(tempfile.mkdtemp(prefix="tracking-server-"))
@@ -250,8 +259,7 @@ def test_submitit_local_runs_the_sweep_path_of_slurm(tmp_path):
 def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
     from pipeline.server import free_port
 
-    if shutil.which("initdb") is None and not list(Path("/usr/lib/postgresql").glob("*/bin")):
-        pytest.skip("PostgreSQL is not installed")
+    require_postgres()
     root = Path(tempfile.mkdtemp(prefix="tracking-server-"))
     root.chmod(0o755)
     port = free_port()
@@ -269,3 +277,27 @@ def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
     finally:
         server.kill()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "launcher", [LAUNCHERS["joblib"], ["hydra/launcher=submitit_local"]], ids=["joblib", "submitit"]
+)
+def test_study_sweeps_log_one_parent_per_job(tmp_path, launcher):
+    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = run_module(
+        "pipeline.study", "-m", *SMALL, "train.lr=0.3,0.6", *launcher,
+        f"hydra.sweep.dir={tmp_path / 'sweep'}", f"tracking.uri={store}",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    parents, children = tracking.search_parent_runs(store, "attention-faithfulness")
+    table = history.sweep_table(parents, children, tmp_path / "sweep")
+    assert [("train.lr=0.3" in o, "train.lr=0.6" in o) for o in table["overrides"]] == [
+        (True, False),
+        (False, True),
+    ]
+    assert table["study_seeds"].tolist() == [40, 40] and table["seed_runs"].tolist() == [0, 0]
+    summaries = [json.loads((tmp_path / "sweep" / j / "summary.json").read_text()) for j in "01"]
+    assert table["p_at_least_gap"].tolist() == [
+        s["pair_gap"]["p_at_least_observed"] for s in summaries
+    ]
