@@ -174,12 +174,14 @@ def handles_sigterm(pid: int) -> bool:
 @pytest.fixture
 def trained(workdir) -> dict[str, bytes]:
     """Outputs of a finished run; then params that would change them, slow enough
-    (hundreds of epochs) that the stage is mid-run when its launcher dies."""
+    (5000 epochs, about 5 s on 2 cores) that the stage is mid-run when it is stopped
+    or its launcher dies: with 500, training took 0.1 s and a loaded CI machine
+    sent SIGTERM after the stage had finished."""
     generate.main()
     train.main()
     before = output_bytes_of(workdir, TRAIN_OUTPUTS)
     params = workdir / "params.yaml"
-    params.write_text(params.read_text().replace("epochs: 30", "epochs: 500"))
+    params.write_text(params.read_text().replace("epochs: 30", "epochs: 5000"))
     return before
 
 
