@@ -36,12 +36,7 @@ def main(argv: list[str] | None = None) -> None:
     except PipelineError as err:
         sys.exit(f"error: {err}")
     write_json(args.out, summary)
-    gap = summary["pair_gap"]
-    print(
-        f"{summary['seeds']} seeds: held-out accuracy mean "
-        f"{summary['heldout_accuracy']['mean']:.4f}; pairs at least {gap['observed']:.4f} "
-        f"apart: {gap['p_at_least_observed']:.4f}; wrote {args.out}"
-    )
+    print(f"{study.summary_line(summary)}; wrote {args.out}")
 
 
 if __name__ == "__main__":

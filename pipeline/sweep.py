@@ -50,6 +50,10 @@ def run_tags(cfg: Config) -> dict[str, str]:
     }
 
 
+def shown(overrides: list[str]) -> str:
+    return " ".join(overrides) or "no overrides"
+
+
 def output_dir() -> Path:
     return Path(HydraConfig.get().runtime.output_dir)
 
@@ -68,8 +72,7 @@ def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
         if hydra.mode != RunMode.MULTIRUN:
             print(f"error: {err}", file=sys.stderr)
             sys.exit(1)
-        shown = " ".join(record["overrides"]) or "no overrides"
-        print(f"error: job {record['job']} ({shown}): {err}", file=sys.stderr)
+        print(f"error: job {record['job']} ({shown(record['overrides'])}): {err}", file=sys.stderr)
         record |= {"status": "failed", "error": str(err)}
     write_json(output_dir() / JOB_FILE, record)
 
@@ -87,16 +90,15 @@ class SweepReport(Callback):
         paths = [p for p in sweep.rglob(JOB_FILE) if p.stat().st_mtime >= started - 1]
         records = sorted((read_json(p) for p in paths), key=lambda r: r["job"])
         for record in records:
-            shown = " ".join(record["overrides"]) or "no overrides"
             outcome = record.get("error") or ", ".join(
                 f"{k} {v:.4f}" if isinstance(v, float) else f"{k} {v}"
                 for k, v in record["result"].items()
             )
-            print(f"job {record['job']} {record['status']} ({shown}): {outcome}")
+            print(
+                f"job {record['job']} {record['status']} ({shown(record['overrides'])}): {outcome}"
+            )
         failed = [r for r in records if r["status"] == "failed"]
         if failed:
-            named = "; ".join(
-                f"job {r['job']} ({' '.join(r['overrides']) or 'no overrides'})" for r in failed
-            )
+            named = "; ".join(f"job {r['job']} ({shown(r['overrides'])})" for r in failed)
             print(f"error: {len(failed)} of {len(records)} jobs failed: {named}", file=sys.stderr)
             sys.exit(1)
