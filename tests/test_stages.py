@@ -249,6 +249,37 @@ def test_sigterm_ends_a_stage_in_one_line(workdir, trained):
     assert leftovers(workdir) == []
 
 
+# A stage stopped while omegaconf builds its config: omegaconf turns the signal's
+# exception into a ConfigKeyError of its own (seen in CI); the stop is still one line.
+REWRAPPED_STOP = """
+import os, signal
+from pipeline.stages import entry
+
+def main():
+    try:
+        os.kill(os.getpid(), signal.SIGTERM)
+        for _ in range(10**8):
+            pass
+    except KeyboardInterrupt as err:
+        raise KeyError("'NoneType' object has no attribute '_invalidate_flags_cache'") from err
+
+entry(main)
+"""
+
+
+@linux_only
+def test_a_stop_that_a_library_rewraps_still_ends_in_one_line():
+    stage = subprocess.run(
+        [sys.executable, "-c", REWRAPPED_STOP],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(PROJECT_ROOT)},
+    )
+    assert stage.returncode == 143
+    assert stage.stderr == "error: stopped by SIGTERM; no output is half-written\n"
+
+
 def test_no_file_is_published_once_the_launcher_is_gone(tmp_path, monkeypatch):
     target = tmp_path / "metrics.json"
     files.write_json(target, {"old": 1})

@@ -15,7 +15,14 @@ class Stopped(KeyboardInterrupt):
     """SIGTERM, handled like Ctrl-C: unwinds, and no file is left half-written."""
 
 
+# The signals this stage received. A library may turn the exception a signal raises
+# into one of its own (omegaconf, interrupted while building a config, raises a
+# ConfigKeyError), so the record, not the exception's type, says a stage was stopped.
+_received: list[int] = []
+
+
 def _stop(signum: int, _frame) -> None:
+    _received.append(signum)
     raise Stopped(signum)
 
 
@@ -44,10 +51,13 @@ def entry(main: Callable[[], None]) -> None:
     """
     files.watch_launcher()
     signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
     try:
         main()
-    except (PipelineError, FileNotFoundError) as err:
-        _fail(f"error: {err}", 1)
-    except KeyboardInterrupt as err:
-        name = "SIGTERM" if isinstance(err, Stopped) else "SIGINT"
-        _fail(f"error: stopped by {name}; no output is half-written", 128 + signal.Signals[name])
+    except BaseException as err:
+        if _received:
+            signum = signal.Signals(_received[0])
+            _fail(f"error: stopped by {signum.name}; no output is half-written", 128 + signum)
+        if isinstance(err, (PipelineError, FileNotFoundError)):
+            _fail(f"error: {err}", 1)
+        raise
