@@ -344,11 +344,11 @@ def sink_mass(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor | None:
 # --- training: the same forward, runs innermost -----------------------------------------------
 
 
-def _shift_steps(runs_last: torch.Tensor, offset: int) -> torch.Tensor:
-    """`shifted` for (N, T, S): step t takes step t - offset's value (zero before 0)."""
+def _shift_steps(inputs: torch.Tensor, offset: int) -> torch.Tensor:
+    """`shifted` for inputs (N, T, C): step t takes step t - offset's value (zero before 0)."""
     if offset == 0:
-        return runs_last
-    return torch.nn.functional.pad(runs_last, (0, 0, offset, 0))[:, : runs_last.shape[1]]
+        return inputs
+    return torch.nn.functional.pad(inputs, (0, 0, offset, 0))[:, : inputs.shape[1]]
 
 
 def _project(xs: list[torch.Tensor], directions: torch.Tensor) -> torch.Tensor:
@@ -357,26 +357,91 @@ def _project(xs: list[torch.Tensor], directions: torch.Tensor) -> torch.Tensor:
     return total(x * directions[..., c] for c, x in enumerate(xs))
 
 
-def _window_runs_last(params: VariantParams, xs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """`window_channels` for channel slabs (N, T, 1): each channel's h, (N, T, S)."""
-    n, window = params.named, params.cfg.window
-    bilinear = torch.einsum("sic,sid->scd", n["Wq_layer"], n["Wk_layer"])
-    bilinear = bilinear / math.sqrt(n["Wq_layer"].shape[1])  # (S, C, C)
-    keys = [_project(xs, bilinear[:, c]) for c in range(len(xs))]  # (A x)_c, (N, T, S)
-    values = [_project(xs, n["Wv_layer"][:, c]) for c in range(len(xs))]
-    steps = torch.arange(xs[0].shape[1], device=xs[0].device)
-    scores = torch.stack(
-        [
-            total(x * _shift_steps(k, offset) for x, k in zip(xs, keys, strict=True))
-            + drop_steps_mask(steps < offset, xs[0].dtype)[:, None]
-            for offset in range(window)
-        ]
-    )  # (w, N, T, S)
-    weights = torch.softmax(scores, dim=0).unbind(0)
-    return [
-        x + total(a * _shift_steps(v, offset) for offset, a in enumerate(weights))
-        for x, v in zip(xs, values, strict=True)
-    ]
+class _WindowContext(torch.autograd.Function):
+    """The window variant's context sum_t alpha_t r_t (N, S) in training, its backward
+    derived by hand.
+
+    Autograd through the layer and the pooling, ~150 elementwise passes over
+    (N, T, runs) per epoch, kept the window variant at 117 s per 1000 seeds (issue 12
+    asks 60 s). The same model in fewer passes: with x_{t-o} written X_o (w, N, T, C),
+    shared by every run,
+
+        s_o = x^T A X_o (masked before step 0),  a = softmax_o(s),  z = sum_o a_o X_o,
+        h = x + Wv z,  so  score = u_k . x + beta . z,  r = u_v . x + gamma . z
+        with beta = Wv^T u_k, gamma = Wv^T u_v;  alpha = softmax_t(score).
+
+    Backward, with g = dL/dlogit, dr = g alpha, dscore = dr (r - sum_t alpha_t r_t):
+    du = x^T d(score or r), dbeta = sum dscore z, dgamma = sum dr z,
+    dz = beta dscore + gamma dr, da_o = dz . X_o, ds = a (da - sum_o a_o da_o) and
+    dA = sum ds x X_o^T: one matrix product with the run-independent (w N T, C * C)
+    products x X_o^T. The rest of the chain (A from Wq, Wk; u_k, u_v, beta, gamma
+    from the lesson's Wk, Wv, q, w and Wv_layer) is autograd's. tests/test_variants.py
+    checks the gradients against autograd through `forward`, the definition.
+    """
+
+    @staticmethod
+    def forward(ctx, bilinear, key_dir, value_dir, beta, gamma, inputs, window):
+        (examples, steps, channels), runs = inputs.shape, bilinear.shape[0]
+        earlier = torch.stack([_shift_steps(inputs, o) for o in range(window)])  # (w, N, T, C)
+        products = (inputs[..., :, None] * earlier[..., None, :]).reshape(-1, channels**2)
+        # Per channel d and offset o, X_{o,d} as a contiguous (N, T, 1) slab: broadcasts
+        # over the runs stay on the fast path.
+        slabs = earlier.permute(3, 0, 1, 2).contiguous()[..., None]  # (C, w, N, T, 1)
+        # Few (w, N, T, S) temporaries, updated in place: each fresh one of these
+        # megabytes costs page faults, as much as the arithmetic on it.
+        weights = (products @ bilinear.reshape(runs, -1).T).view(window, examples, steps, runs)
+        for offset in range(1, window):
+            weights[offset, :, :offset] = -math.inf  # no step before step 0
+        weights.sub_(weights.amax(0)).exp_()
+        weights.div_(weights.sum(0))  # softmax over the offsets
+        mixed = [_mix(weights, slab) for slab in slabs]  # z_d
+        flat = inputs.reshape(-1, channels)
+
+        def read(direction: torch.Tensor, through_layer: torch.Tensor) -> torch.Tensor:
+            out = (flat @ direction.T).view(examples, steps, runs)
+            for d, z in enumerate(mixed):
+                out.addcmul_(z, through_layer[:, d])
+            return out
+
+        pooling = torch.softmax(read(key_dir, beta), 1)
+        readouts = read(value_dir, gamma)
+        context = (pooling * readouts).sum(1)  # (N, S)
+        ctx.save_for_backward(inputs, slabs, products, weights, pooling, readouts, context,
+                              beta, gamma, *mixed)  # fmt: skip
+        return context
+
+    @staticmethod
+    def backward(ctx, dcontext):
+        inputs, slabs, products, weights, pooling, readouts, context, beta, gamma, *mixed = (
+            ctx.saved_tensors
+        )
+        runs, channels = context.shape[1], inputs.shape[-1]
+        flat = inputs.reshape(-1, channels)
+        dreadouts = pooling * dcontext[:, None]  # (N, T, S)
+        dscores = dreadouts * (readouts - context[:, None])
+        dkey_dir = (flat.T @ dscores.reshape(-1, runs)).T  # (S, C)
+        dvalue_dir = (flat.T @ dreadouts.reshape(-1, runs)).T
+        dbeta = torch.stack([(dscores * z).sum((0, 1)) for z in mixed], -1)
+        dgamma = torch.stack([(dreadouts * z).sum((0, 1)) for z in mixed], -1)
+        dmixed = [
+            torch.addcmul(dscores * beta[:, d], dreadouts, gamma[:, d]) for d in range(channels)
+        ]  # dz_d
+        dweights = torch.empty_like(weights)  # da_o = sum_d dz_d X_{o,d}
+        for offset, out in enumerate(dweights):
+            torch.mul(dmixed[0], slabs[0, offset], out=out)
+            for dz, slab in zip(dmixed[1:], slabs[1:], strict=True):
+                out.addcmul_(dz, slab[offset])
+        dlayer = dweights.sub_(_mix(weights, dweights)).mul_(weights)  # ds
+        dbilinear = (products.T @ dlayer.reshape(-1, runs)).T.reshape(runs, channels, channels)
+        return dbilinear, dkey_dir, dvalue_dir, dbeta, dgamma, None, None
+
+
+def _mix(weights: torch.Tensor, per_offset: torch.Tensor) -> torch.Tensor:
+    """sum_o weights[o] * per_offset[o] over the offsets, one (N, T, S) slab at a time."""
+    out = weights[0] * per_offset[0]
+    for weight, term in zip(weights[1:], per_offset[1:], strict=True):
+        out.addcmul_(weight, term)
+    return out
 
 
 def training_logits(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
@@ -391,17 +456,27 @@ def training_logits(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
     if isinstance(params, Params):
         return model.forward(params, inputs)[0]
     kind = params.cfg.kind
+    n = params.named
+    if kind == "window":
+        bilinear = torch.einsum("sic,sid->scd", n["Wq_layer"], n["Wk_layer"])
+        bilinear = bilinear / math.sqrt(n["Wq_layer"].shape[1])  # (S, C, C)
+        view = lesson_view(params)
+        key_dir, value_dir = model.key_direction(view), model.value_direction(view)
+        beta = torch.einsum("scd,sc->sd", n["Wv_layer"], key_dir)  # Wv^T u_k
+        gamma = torch.einsum("scd,sc->sd", n["Wv_layer"], value_dir)
+        context = _WindowContext.apply(
+            bilinear, key_dir, value_dir, beta, gamma, inputs, params.cfg.window
+        )
+        return (context + n["b"]).T
     xs = [x[..., None] for x in inputs.unbind(-1)]  # (N, T, 1) each
     if kind == "posenc":
         if params.cfg.positional == "learned":
-            encoding = params.named["P"].permute(1, 2, 0)  # (T, C, S)
+            encoding = n["P"].permute(1, 2, 0)  # (T, C, S)
         else:
             steps, channels = inputs.shape[-2:]
             encoding = sinusoidal_encoding(steps, channels, inputs.dtype).to(inputs.device)
             encoding = encoding[..., None]  # (T, C, 1)
         xs = [x + encoding[:, c] for c, x in enumerate(xs)]
-    elif kind == "window":
-        xs = _window_runs_last(params, xs)
     xs = [x[:, :, None] for x in xs]  # (N, T, 1, S or 1): heads next to the runs
     heads = range(params.cfg.heads) if kind == "multihead" else [None]
     views = [lesson_view(params, head) for head in heads]

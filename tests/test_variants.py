@@ -400,11 +400,14 @@ def test_default_variant_config_is_the_lesson():
         ModelConfig(kind="posenc", positional="sinusoidal"),
         ModelConfig(kind="window"),
         ModelConfig(kind="window", window=1),
+        ModelConfig(kind="window", window=STEPS),
     ],
     ids=lambda cfg: f"{cfg.kind}-{cfg.heads}-{cfg.positional}-{cfg.window}",
 )
 def test_training_logits_and_their_gradients_are_the_forwards(cfg):
-    """Training's runs-innermost layout computes the same model as `forward`."""
+    """Training's runs-innermost layout computes the same model as `forward`; for
+    window, with its hand-derived backward, the gradients are autograd's through
+    `forward` (the definition)."""
     params = random_params(cfg, 4, seed=21)
     inputs = random_inputs(7, STEPS, seed=22)
     labels = (torch.arange(7) % 2).to(F64)
