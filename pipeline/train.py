@@ -16,7 +16,9 @@ give the lesson's numbers.
 
 from __future__ import annotations
 
+import ctypes
 import math
+import sys
 from dataclasses import dataclass
 
 import torch
@@ -217,6 +219,29 @@ def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 AUTOGRAD_BLOCK = 50
 
 
+# glibc's mallopt parameters (malloc.h).
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+
+
+def keep_freed_memory() -> None:
+    """Let glibc keep freed memory for reuse instead of returning it to the kernel.
+
+    Every epoch allocates and frees the same few-megabyte temporaries; by default
+    glibc serves them with fresh mmaps or trims them off the heap, so each epoch
+    faults its pages in again. On the 2-core VM, window variant, 250 seeds: 1.37M
+    page faults and 24.6 s by default, 0.13M and 19.7 s with these settings. Peak
+    memory does not grow (freed memory is reused, not added). Linux/glibc only.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (musl)
+        return
+    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's upper bound for this setting
+    libc.mallopt(M_TRIM_THRESHOLD, 256 << 20)
+
+
 def train_autograd(
     params: AnyParams,
     inputs: torch.Tensor,
@@ -228,6 +253,7 @@ def train_autograd(
     """Full-batch gradient descent with torch autograd through the variants' forward
     (`variants.training_logits`, `variants.forward` laid out for speed): the
     definition of training, for every variant (`train` documents the arguments)."""
+    keep_freed_memory()
     step = autograd_step(inputs, labels)
     blocks = [
         descend(params.map(lambda t, s=start: t[s : s + AUTOGRAD_BLOCK]), step, labels, epochs, lr)
