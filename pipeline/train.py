@@ -11,7 +11,9 @@ That fast path is the lesson's only: every model variant (pipeline.variants), an
 the lesson too on request (`autograd=True`), trains with torch autograd through
 the same seed-batched `variants.forward`, with the same loss, clamp, History and
 divergence checks (`train_autograd`). tests/test_train.py checks that both paths
-give the lesson's numbers.
+give the lesson's numbers. One node of that graph has its backward written by hand
+too: the window variant's layer and pooling (`variants._WindowContext`, checked
+against autograd through `forward` in tests/test_variants.py).
 """
 
 from __future__ import annotations
