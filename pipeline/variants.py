@@ -219,6 +219,14 @@ def project_channels(channels: list[torch.Tensor], direction: torch.Tensor) -> t
     return total(x * direction[:, c, None, None] for c, x in enumerate(channels))
 
 
+def layer_bilinear(params: VariantParams) -> torch.Tensor:
+    """The window layer's A = Wq^T Wk / sqrt(d_k), (S, C, C): Q_t . K_j = x_t^T A x_j."""
+    n = params.named
+    return torch.einsum("sic,sid->scd", n["Wq_layer"], n["Wk_layer"]) / math.sqrt(
+        n["Wq_layer"].shape[1]
+    )
+
+
 def window_channels(params: VariantParams, inputs: torch.Tensor) -> list[torch.Tensor]:
     """h = x + causal sliding-window self-attention of x, per channel: (..., S, N, T) each.
 
@@ -228,8 +236,7 @@ def window_channels(params: VariantParams, inputs: torch.Tensor) -> list[torch.T
     (..., S, N, T) slabs: elementwise work, no reduction over a tiny last dim.
     """
     n, window = params.named, params.cfg.window
-    bilinear = torch.einsum("sic,sid->scd", n["Wq_layer"], n["Wk_layer"])
-    bilinear = bilinear / math.sqrt(n["Wq_layer"].shape[1])  # (S, C, C)
+    bilinear = layer_bilinear(params)
     xs = list(inputs.unbind(-1))  # (..., N, T) or (..., S, N, T) each
     keys = [project_channels(xs, bilinear[:, c]) for c in range(len(xs))]  # (A x)_c
     values = [project_channels(xs, n["Wv_layer"][:, c]) for c in range(len(xs))]
@@ -361,9 +368,9 @@ class _WindowContext(torch.autograd.Function):
     """The window variant's context sum_t alpha_t r_t (N, S) in training, its backward
     derived by hand.
 
-    Autograd through the layer and the pooling, ~150 elementwise passes over
-    (N, T, runs) per epoch, kept the window variant at 117 s per 1000 seeds (issue 12
-    asks 60 s). The same model in fewer passes: with x_{t-o} written X_o (w, N, T, C),
+    Autograd through the layer and the pooling, elementwise pass after pass over
+    (N, T, runs), kept the window variant at 117 s per 1000 seeds (issue 12 asks
+    60 s). The same model in fewer passes: with x_{t-o} written X_o (w, N, T, C),
     shared by every run,
 
         s_o = x^T A X_o (masked before step 0),  a = softmax_o(s),  z = sum_o a_o X_o,
@@ -458,8 +465,7 @@ def training_logits(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
     kind = params.cfg.kind
     n = params.named
     if kind == "window":
-        bilinear = torch.einsum("sic,sid->scd", n["Wq_layer"], n["Wk_layer"])
-        bilinear = bilinear / math.sqrt(n["Wq_layer"].shape[1])  # (S, C, C)
+        bilinear = layer_bilinear(params)
         view = lesson_view(params)
         key_dir, value_dir = model.key_direction(view), model.value_direction(view)
         beta = torch.einsum("scd,sc->sd", n["Wv_layer"], key_dir)  # Wv^T u_k
