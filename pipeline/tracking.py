@@ -489,15 +489,25 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     dataset = dataset_input(state)
     params = number_params(state.cfg)
     parent = _log_run(client, experiment_id, name, tags, params, values, dataset=dataset)
-    try:
-        _log_children_and_artifacts(client, experiment_id, parent, state, tags, dataset)
-    except BaseException:
-        client.set_terminated(parent, "FAILED")
-        raise
-    # Last: only a complete run carries the state, so a failed attempt is retried.
-    client.set_tag(parent, STATE_TAG, digest)
-    client.set_terminated(parent)
+    _complete(
+        client,
+        parent,
+        digest,
+        lambda: _log_children_and_artifacts(client, experiment_id, parent, state, tags, dataset),
+    )
     return parent, True
+
+
+def _complete(client, run: str, digest: str, log_rest) -> None:
+    """log_rest(), then the state tag: a failure marks the run FAILED, and since only
+    a complete run carries the state, a failed attempt is retried."""
+    try:
+        log_rest()
+    except BaseException:
+        client.set_terminated(run, "FAILED")
+        raise
+    client.set_tag(run, STATE_TAG, digest)
+    client.set_terminated(run)
 
 
 def _log_study_locked(
@@ -527,13 +537,12 @@ def _log_study_locked(
     }
     values = {"gap/seed_gap": gap["observed"], **nested_metrics(summary, "study/")}
     run = _log_run(client, experiment_id, name, run_tags, number_params(cfg), values)
-    try:
-        client.log_artifact(run, str(summary_file), artifact_path="study")
-    except BaseException:
-        client.set_terminated(run, "FAILED")
-        raise
-    client.set_tag(run, STATE_TAG, digest)  # last: only a complete run carries the state
-    client.set_terminated(run)
+    _complete(
+        client,
+        run,
+        digest,
+        lambda: client.log_artifact(run, str(summary_file), artifact_path="study"),
+    )
     return run, True
 
 

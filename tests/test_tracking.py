@@ -416,3 +416,24 @@ def test_track_stage_loads_neither_mlflow_nor_pandas_nor_torch_on_import():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.stdout.strip() == "[]", result.stderr
+
+
+def test_a_run_whose_logging_breaks_off_is_failed_and_carries_no_state():
+    calls = []
+
+    class Client:
+        def set_terminated(self, run, status="FINISHED"):
+            calls.append(("terminated", status))
+
+        def set_tag(self, run, key, value):
+            calls.append(("tag", key))
+
+    def broken():
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        tracking._complete(Client(), "run", "digest", broken)
+    assert calls == [("terminated", "FAILED")]
+    calls.clear()
+    tracking._complete(Client(), "run", "digest", lambda: None)
+    assert calls == [("tag", tracking.STATE_TAG), ("terminated", "FINISHED")]
