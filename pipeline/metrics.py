@@ -77,15 +77,6 @@ def high_weight_flags(
     return high, high & (top_weight_effect(weights, effects) < cfg.low_effect)
 
 
-def high_weight_counts(
-    weights: torch.Tensor, effects: torch.Tensor, cfg: EvalConfig
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Examples whose top weight exceeds cfg.high_weight, and of those the ones whose
-    top step's effect is below cfg.low_effect: (S,) integer counts each."""
-    high, high_low = high_weight_flags(weights, effects, cfg)
-    return high.sum(-1), high_low.sum(-1)
-
-
 # Per-seed numbers that are shares or means over examples, and those that count examples.
 EXAMPLE_MEANS = (
     "train_accuracy",

@@ -64,14 +64,18 @@ def test_top_weight_effect_by_hand():
     assert torch.equal(metrics.top_weight_effect(WEIGHTS, EFFECTS), expected)
 
 
-def test_high_weight_counts_strict_thresholds():
-    cfg = EvalConfig(high_weight=0.5, low_effect=0.05)
-    high, high_low = metrics.high_weight_counts(WEIGHTS, EFFECTS, cfg)
+def high_weight_counts(cfg: EvalConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    high, high_low = metrics.high_weight_flags(WEIGHTS, EFFECTS, cfg)
+    return high.sum(-1), high_low.sum(-1)
+
+
+def test_high_weight_flags_strict_thresholds():
+    high, high_low = high_weight_counts(EvalConfig(high_weight=0.5, low_effect=0.05))
     # Run 0: only example 0 has max > 0.5 (0.6); its effect 0.30 is not < 0.05.
     # Run 1: example 0 (0.7, effect 0.05: not < 0.05); example 1 has max 0.5, not > 0.5.
     assert high.tolist() == [1, 1]
     assert high_low.tolist() == [0, 0]
-    high, high_low = metrics.high_weight_counts(WEIGHTS, EFFECTS, EvalConfig(0.45, 0.06))
+    high, high_low = high_weight_counts(EvalConfig(0.45, 0.06))
     assert high.tolist() == [1, 2]
     assert high_low.tolist() == [0, 2]
 
