@@ -351,129 +351,54 @@ def sink_mass(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor | None:
 # --- training: the same forward, runs innermost -----------------------------------------------
 
 
-def _shift_steps(inputs: torch.Tensor, offset: int) -> torch.Tensor:
-    """`shifted` for inputs (N, T, C): step t takes step t - offset's value (zero before 0)."""
-    if offset == 0:
-        return inputs
-    return torch.nn.functional.pad(inputs, (0, 0, offset, 0))[:, : inputs.shape[1]]
-
-
 def _project(xs: list[torch.Tensor], directions: torch.Tensor) -> torch.Tensor:
     """`project_channels` with the runs last: channel slabs xs (N, T, ...) and
     directions (..., C) -> sum_c xs[c] * directions[..., c]."""
     return total(x * directions[..., c] for c, x in enumerate(xs))
 
 
-class _WindowContext(torch.autograd.Function):
-    """The window variant's context sum_t alpha_t r_t (N, S) in training, its backward
-    derived by hand.
-
-    Autograd through the layer and the pooling, elementwise pass after pass over
-    (N, T, runs), kept the window variant at 117 s per 1000 seeds (issue 12 asks
-    60 s). The same model in fewer passes: with x_{t-o} written X_o (w, N, T, C),
-    shared by every run,
-
-        s_o = x^T A X_o (masked before step 0),  a = softmax_o(s),  z = sum_o a_o X_o,
-        h = x + Wv z,  so  score = u_k . x + beta . z,  r = u_v . x + gamma . z
-        with beta = Wv^T u_k, gamma = Wv^T u_v;  alpha = softmax_t(score).
-
-    Backward, with g = dL/dlogit, dr = g alpha, dscore = dr (r - sum_t alpha_t r_t):
-    du = x^T d(score or r), dbeta = sum dscore z, dgamma = sum dr z,
-    dz = beta dscore + gamma dr, da_o = dz . X_o, ds = a (da - sum_o a_o da_o) and
-    dA = sum ds x X_o^T: one matrix product with the run-independent (w N T, C * C)
-    products x X_o^T. The rest of the chain (A from Wq, Wk; u_k, u_v, beta, gamma
-    from the lesson's Wk, Wv, q, w and Wv_layer) is autograd's. tests/test_variants.py
-    checks the gradients against autograd through `forward`, the definition.
-    """
-
-    @staticmethod
-    def forward(ctx, bilinear, key_dir, value_dir, beta, gamma, inputs, window):
-        (examples, steps, channels), runs = inputs.shape, bilinear.shape[0]
-        earlier = torch.stack([_shift_steps(inputs, o) for o in range(window)])  # (w, N, T, C)
-        products = (inputs[..., :, None] * earlier[..., None, :]).reshape(-1, channels**2)
-        # Per channel d and offset o, X_{o,d} as a contiguous (N, T, 1) slab: broadcasts
-        # over the runs stay on the fast path.
-        slabs = earlier.permute(3, 0, 1, 2).contiguous()[..., None]  # (C, w, N, T, 1)
-        # Few (w, N, T, S) temporaries, updated in place: each fresh one of these
-        # megabytes costs page faults, as much as the arithmetic on it.
-        weights = (products @ bilinear.reshape(runs, -1).T).view(window, examples, steps, runs)
-        for offset in range(1, window):
-            weights[offset, :, :offset] = -math.inf  # no step before step 0
-        weights.sub_(weights.amax(0)).exp_()
-        weights.div_(weights.sum(0))  # softmax over the offsets
-        mixed = [_mix(weights, slab) for slab in slabs]  # z_d
-        flat = inputs.reshape(-1, channels)
-
-        def read(direction: torch.Tensor, through_layer: torch.Tensor) -> torch.Tensor:
-            out = (flat @ direction.T).view(examples, steps, runs)
-            for d, z in enumerate(mixed):
-                out.addcmul_(z, through_layer[:, d])
-            return out
-
-        pooling = torch.softmax(read(key_dir, beta), 1)
-        readouts = read(value_dir, gamma)
-        context = (pooling * readouts).sum(1)  # (N, S)
-        ctx.save_for_backward(inputs, slabs, products, weights, pooling, readouts, context,
-                              beta, gamma, *mixed)  # fmt: skip
-        return context
-
-    @staticmethod
-    def backward(ctx, dcontext):
-        inputs, slabs, products, weights, pooling, readouts, context, beta, gamma, *mixed = (
-            ctx.saved_tensors
-        )
-        runs, channels = context.shape[1], inputs.shape[-1]
-        flat = inputs.reshape(-1, channels)
-        dreadouts = pooling * dcontext[:, None]  # (N, T, S)
-        dscores = dreadouts * (readouts - context[:, None])
-        dkey_dir = (flat.T @ dscores.reshape(-1, runs)).T  # (S, C)
-        dvalue_dir = (flat.T @ dreadouts.reshape(-1, runs)).T
-        dbeta = torch.stack([(dscores * z).sum((0, 1)) for z in mixed], -1)
-        dgamma = torch.stack([(dreadouts * z).sum((0, 1)) for z in mixed], -1)
-        dmixed = [
-            torch.addcmul(dscores * beta[:, d], dreadouts, gamma[:, d]) for d in range(channels)
-        ]  # dz_d
-        dweights = torch.empty_like(weights)  # da_o = sum_d dz_d X_{o,d}
-        for offset, out in enumerate(dweights):
-            torch.mul(dmixed[0], slabs[0, offset], out=out)
-            for dz, slab in zip(dmixed[1:], slabs[1:], strict=True):
-                out.addcmul_(dz, slab[offset])
-        dlayer = dweights.sub_(_mix(weights, dweights)).mul_(weights)  # ds
-        dbilinear = (products.T @ dlayer.reshape(-1, runs)).T.reshape(runs, channels, channels)
-        return dbilinear, dkey_dir, dvalue_dir, dbeta, dgamma, None, None
+def uses_window_kernel(params: AnyParams, inputs: torch.Tensor) -> bool:
+    """Whether training runs the window variant through `pipeline.window_kernel`
+    (compiled for the CPU)."""
+    window = isinstance(params, VariantParams) and params.cfg.kind == "window"
+    return window and inputs.device.type == "cpu"
 
 
-def _mix(weights: torch.Tensor, per_offset: torch.Tensor) -> torch.Tensor:
-    """sum_o weights[o] * per_offset[o] over the offsets, one (N, T, S) slab at a time."""
-    out = weights[0] * per_offset[0]
-    for weight, term in zip(weights[1:], per_offset[1:], strict=True):
-        out.addcmul_(weight, term)
-    return out
-
-
-def training_logits(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+def training_logits(
+    params: AnyParams, inputs: torch.Tensor, threads: int | None = None
+) -> torch.Tensor:
     """The logits (S, N) of `forward` on inputs (N, T, C), for training.
 
     The same operations as `forward`, laid out example-major with the runs
     innermost, (N, T, H, S): every broadcast, softmax and sum over steps runs
-    along S contiguous numbers instead of T = 12. Equal to `forward` up to float
-    rounding (tests/test_variants.py); the metrics keep `forward`. The lesson's
-    Params go through model.forward.
+    along S contiguous numbers instead of T = 12. The window variant's layer and
+    pooling are one compiled autograd node on the CPU (`pipeline.window_kernel`),
+    and `forward` itself elsewhere. Equal to `forward` up to float rounding
+    (tests/test_variants.py); the metrics keep `forward`. The lesson's Params go
+    through model.forward. `threads`: the window kernel's (default torch's count).
     """
     if isinstance(params, Params):
         return model.forward(params, inputs)[0]
     kind = params.cfg.kind
     n = params.named
     if kind == "window":
-        bilinear = layer_bilinear(params)
+        if not uses_window_kernel(params, inputs):
+            return forward(params, inputs)[0]
+        from pipeline.window_kernel import WindowContext  # numba: 0.5 s to import
+
         view = lesson_view(params)
         key_dir, value_dir = model.key_direction(view), model.value_direction(view)
-        beta = torch.einsum("scd,sc->sd", n["Wv_layer"], key_dir)  # Wv^T u_k
-        gamma = torch.einsum("scd,sc->sd", n["Wv_layer"], value_dir)
-        context = _WindowContext.apply(
-            bilinear, key_dir, value_dir, beta, gamma, inputs, params.cfg.window
+        context = WindowContext.apply(
+            layer_bilinear(params),
+            key_dir,
+            value_dir,
+            torch.einsum("scd,sc->sd", n["Wv_layer"], key_dir),  # beta = Wv^T u_k
+            torch.einsum("scd,sc->sd", n["Wv_layer"], value_dir),  # gamma = Wv^T u_v
+            inputs,
+            params.cfg.window,
+            threads or torch.get_num_threads(),
         )
-        return (context + n["b"]).T
+        return context + n["b"][:, None]
     xs = [x[..., None] for x in inputs.unbind(-1)]  # (N, T, 1) each
     if kind == "posenc":
         if params.cfg.positional == "learned":
