@@ -12,8 +12,9 @@ the lesson too on request (`autograd=True`), trains with torch autograd through
 the same seed-batched `variants.forward`, with the same loss, clamp, History and
 divergence checks (`train_autograd`). tests/test_train.py checks that both paths
 give the lesson's numbers. One node of that graph has its backward written by hand
-too: the window variant's layer and pooling (`variants._WindowContext`, checked
-against autograd through `forward` in tests/test_variants.py).
+too: the window variant's layer and pooling, compiled for the CPU
+(`pipeline.window_kernel`, checked against autograd through `forward` in
+tests/test_variants.py).
 """
 
 from __future__ import annotations
