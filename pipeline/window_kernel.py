@@ -5,7 +5,7 @@ ops the window variant took 57 to 71 s: each of its ~50 ops per epoch streamed
 (window, N, T, runs) intermediates through memory. Here numba compiles the
 arithmetic into loops that keep one (run, example, step)'s numbers in registers,
 and torch computes the exponentials, vectorized, between them (numba's scalar
-exp costs 3x torch's). README: Model variants has the timings.
+exp costs two to three times torch's). README: Model variants has the timings.
 
 The model, per run, with x_{t-o} written X_o:
 
@@ -25,7 +25,7 @@ Every loop runs over whole runs in a fixed order, so a run's numbers do not depe
 on how the runs are split over threads or tiles. tests/test_variants.py checks the
 logits and gradients against autograd through `variants.forward`, the definition.
 numba caches the compiled loops next to this file (`cache=True`): the first use
-after an install compiles them, once, in a few seconds.
+after an install compiles them, once, in about 3 s.
 """
 
 from __future__ import annotations

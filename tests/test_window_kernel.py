@@ -69,3 +69,14 @@ def test_a_nan_parameter_gives_nan_logits_not_numbers():
     logits = variants.training_logits(params, random_inputs(4, STEPS, seed=34))
     assert torch.isnan(logits[1]).all()
     assert torch.isfinite(logits[[0, 2]]).all()
+
+
+def test_other_devices_train_through_forward():
+    """The kernel is the CPU's; elsewhere (a GPU) window's training logits are `forward`'s.
+    The meta device stands in for one here: shapes only, and no numpy view is taken."""
+    params = random_params(CFG, 3, seed=35).map(lambda t: t.to("meta"))
+    inputs = random_inputs(4, STEPS, seed=36).to("meta")
+    assert not variants.uses_window_kernel(params, inputs)
+    logits = variants.training_logits(params, inputs)
+    assert logits.device.type == "meta"
+    assert logits.shape == (3, 4)
