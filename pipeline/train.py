@@ -23,6 +23,7 @@ import ctypes
 import math
 import sys
 from dataclasses import dataclass
+from functools import cache
 
 import torch
 import torch.nn.functional as F
@@ -235,6 +236,7 @@ KERNEL_BLOCK = 250
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
 
 
+@cache  # once per process: the setting is process-wide
 def keep_freed_memory() -> None:
     """Let glibc keep freed memory for reuse instead of returning it to the kernel.
 
