@@ -10,6 +10,8 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -18,7 +20,7 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, PipelineError
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 CONF_DIR = PROJECT_ROOT / "conf"
@@ -33,6 +35,26 @@ POSITIONAL = ("learned", "sinusoidal")
 # curves outgrow what the report, the plots and the store are for.
 MAX_EPOCHS = 100_000
 MAX_CURVE_ROWS = 1_000_000  # train.epochs x len(train.seeds)
+# One range for every seed, which each of its readers accepts: torch.tensor(seeds) and
+# the tables (int64), torch.Generator.manual_seed (study.bootstrap_seed, < 2**64),
+# numpy's default_rng (faithfulness.order_seed with each run's seed, >= 0), and the
+# lesson's 32-bit stream. Run k draws from stream(data.seed + k), so data.seed + k
+# stays in the range too.
+MAX_SEED = 2**32 - 1
+SEED_KEYS = ("data.seed", "train.seeds", "study.bootstrap_seed", "faithfulness.order_seed")
+# The pipeline writes, replaces and deletes its outputs only here (issue 22): never
+# a source, config or store file. DVC reads its own files wherever they are, and
+# keeps a .gitignore in each output folder, so no path part is hidden or a DVC file.
+OUTPUT_DIRS = ("data", "models", "reports")
+OUTPUTS_NAMED = f"{', '.join(d + '/' for d in OUTPUT_DIRS[:-1])} or {OUTPUT_DIRS[-1]}/"
+PATH_CHARS = re.compile(r"[A-Za-z0-9._/-]+")  # also keeps paths inert in report.md's HTML
+DVC_FILES = re.compile(r"\..*|dvc\.yaml|dvc\.lock|.*\.dvc")
+# paths.tracked_state's default, .mlflow-state.json, sits in the project root.
+TRACKED_STATE = re.compile(r"\.mlflow-state[A-Za-z0-9._-]*\.json")
+# What a configuration may need at most (`estimated_bytes`): well above the estimate
+# for the lesson, every variant and a 10000-seed study (< 2 GiB), far below what an
+# unbounded size asks for.
+MAX_BYTES = 8 * 2**30
 
 
 @dataclass
@@ -153,7 +175,8 @@ def _floats(node: Any, prefix: str = ""):
 
 def _check_path(key: str, value: str) -> None:
     """A pipeline file must stay inside the project: DVC writes, deletes and
-    records it, so an absolute path or a `..` would reach someone else's file."""
+    records it, so an absolute path or a `..` would reach someone else's file.
+    Inside, it must be an output (`OUTPUT_DIRS`), not a project file."""
     path = PurePosixPath(value)
     inside = bool(path.parts) and not (
         path.is_absolute() or value.startswith("~") or ".." in path.parts
@@ -162,6 +185,28 @@ def _check_path(key: str, value: str) -> None:
         inside,
         key,
         "must be a relative path inside the project (no absolute path, no '..', not empty)",
+        value,
+    )
+    _check(
+        PATH_CHARS.fullmatch(value) is not None,
+        key,
+        "may use only the characters A-Z a-z 0-9 . _ - /",
+        value,
+    )
+    parts = path.parts
+    output = (
+        len(parts) >= 2
+        and parts[0] in OUTPUT_DIRS
+        and not any(DVC_FILES.fullmatch(part) for part in parts)
+    )
+    allowed = f"must be under {OUTPUTS_NAMED}"
+    if key == "paths.tracked_state":
+        output = output or (len(parts) == 1 and TRACKED_STATE.fullmatch(parts[0]) is not None)
+        allowed += ", or be a .mlflow-state*.json file in the project root"  # its default
+    _check(
+        output,
+        key,
+        f"{allowed} (outputs only, no hidden or DVC file: never a source, config or store file)",
         value,
     )
 
@@ -181,6 +226,216 @@ def shard_of(study: StudyConfig) -> tuple[int, int] | None:
     index, count = int(match[1]), int(match[2])
     _check(0 <= index < count <= chunks, "study.shard", allowed, study.shard)
     return index, count
+
+
+def _check_seeds(cfg: Config) -> None:
+    """Every seed in 0..MAX_SEED, and every run's stream(data.seed + k) too: checked
+    here, not by a traceback after the runs they seed have trained."""
+    seed_range = f"must be an integer in 0..{MAX_SEED} (2**32-1)"
+    data_seed = cfg.data.seed
+    _check(0 <= data_seed <= MAX_SEED, "data.seed", seed_range, data_seed)
+    last = MAX_SEED - data_seed  # the largest run k whose stream(data.seed + k) is in range
+    _check(
+        all(0 <= seed <= last for seed in cfg.train.seeds),
+        "train.seeds",
+        f"each seed must be an integer in 0..{last} (= {MAX_SEED} - data.seed): run k draws "
+        f"from stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
+        list(cfg.train.seeds),
+    )
+    _check(
+        cfg.study.seeds <= last,
+        "study.seeds",
+        f"must be at most {last} (= {MAX_SEED} - data.seed): run k draws from "
+        f"stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
+        cfg.study.seeds,
+    )
+    for key, value in (
+        ("study.bootstrap_seed", cfg.study.bootstrap_seed),
+        ("faithfulness.order_seed", cfg.faithfulness.order_seed),
+    ):
+        _check(0 <= value <= MAX_SEED, key, seed_range, value)
+
+
+# --- memory -------------------------------------------------------------------------------
+
+DTYPE_BYTES = {"float64": 8, "float32": 4}
+DATA_CELL_BYTES = 96  # a (sequence, step) reading: Python float in its row, frame, tensor
+PYTHON_FLOAT_BYTES = 32  # an init value is drawn as a Python float, then kept
+# Runs per batch of the faithfulness battery (pipeline.faithfulness.SEED_CHUNK; not
+# imported: this module stays free of torch).
+BATTERY_RUNS = 16
+
+
+@dataclass(frozen=True)
+class MemoryTerm:
+    """One dominant allocation: the product of its factors, (label, config key or "",
+    value), in bytes."""
+
+    what: str
+    factors: tuple[tuple[str, str, int], ...]
+
+    @property
+    def bytes(self) -> int:
+        return math.prod(value for _, _, value in self.factors)
+
+    def blamed(self, reference: MemoryTerm) -> str:
+        """The config key of the factor furthest above its value in `reference` (the
+        same term of the defaults): the size to make smaller."""
+        ratios = [
+            (value / default, key)
+            for (_, key, value), (_, _, default) in zip(
+                self.factors, reference.factors, strict=True
+            )
+            if key and default
+        ]
+        return max(ratios)[1]
+
+    def describe(self) -> str:
+        return f"{self.what}: " + " x ".join(f"{label} {value}" for label, _, value in self.factors)
+
+
+def parameters_per_run(model: ModelConfig, steps: int) -> int:
+    """pipeline.variants.parameter_count, without torch (tests check they agree)."""
+    channels = 2  # pipeline.model.CHANNELS: the reading and the marked-step indicator
+    pooling = (model.d_k + model.d_v) * (channels + 1)  # Wk, Wv, q and w of one head
+    heads = model.heads if model.kind == "multihead" else 1
+    extras = {
+        "sink": 1,
+        "posenc": steps * channels if model.positional == "learned" else 0,
+        "window": 2 * model.d_k * channels + channels * channels,
+    }
+    return heads * pooling + 1 + extras.get(model.kind, 0)
+
+
+def memory_terms(cfg: Config) -> list[MemoryTerm]:
+    """The dominant allocations of a configuration, each a product of config sizes.
+
+    The per-element value counts are rounded up from peak memory measured on the
+    lesson's sizes (250 runs; multihead with 2 and 8 heads; window 3 and 12;
+    ig_steps 1 to 400). Stages run one after another, so the sum is an upper bound.
+    """
+    data, model, study = cfg.data, cfg.model, cfg.study
+    size = ("bytes", "", DTYPE_BYTES[cfg.train.dtype])
+    train_n, _, heldout_n = data.split
+    steps = ("steps", "data.steps", data.steps)
+    heldout = ("held-out", "data.split", heldout_n)
+    heads = model.heads if model.kind == "multihead" else 1
+    # Per (run, example, step): scores, weights and readouts of each head, and
+    # for window the layer's keys, values, scores and weights of each offset.
+    pooling = ("values", "model.heads" if heads > 1 else "", 2 + 2 * heads)
+    layer = ("values", "model.window", 8 * model.window if model.kind == "window" else 0)
+    # Trained and evaluated together: all of train.seeds, or a study chunk.
+    lesson_runs, chunk = len(cfg.train.seeds), min(study.chunk, study.seeds)
+    runs = (
+        "runs",
+        "train.seeds" if lesson_runs > chunk else "study.chunk",
+        max(lesson_runs, chunk),
+    )
+    per_run = parameters_per_run(model, data.steps)
+    sizes = {"model.d_k": model.d_k, "model.d_v": model.d_v, "data.steps": data.steps}
+    if heads > 1:
+        sizes["model.heads"] = heads
+    parameters = ("parameters per run", max(sizes, key=sizes.__getitem__), per_run)
+    examples = train_n + heldout_n
+    kept = 10 + 2 * heads  # per-example values the study keeps per held-out example
+    return [
+        MemoryTerm(
+            "the sequences",
+            (
+                ("sequences", "data.sequences", data.sequences),
+                steps,
+                ("bytes", "", DATA_CELL_BYTES),
+            ),
+        ),
+        MemoryTerm(
+            "the parameters",
+            # A batch's init as Python floats, then every study run's trained values.
+            (
+                parameters,
+                ("runs", "study.seeds", runs[2] + study.seeds),
+                ("bytes", "", PYTHON_FLOAT_BYTES),
+            ),
+        ),
+        MemoryTerm(
+            "training",
+            (
+                runs,
+                ("train examples", "data.split", train_n),
+                steps,
+                ("values", "", 4 + 2 * heads),
+                size,
+            ),
+        ),
+        MemoryTerm(
+            "step ablation",
+            (runs, heldout, ("masks", "data.steps", data.steps), steps, pooling, size),
+        ),
+        MemoryTerm(
+            "the window layer", (runs, ("examples", "data.split", examples), steps, layer, size)
+        ),
+        MemoryTerm(
+            "integrated gradients",
+            (
+                ("ig_steps", "faithfulness.ig_steps", cfg.faithfulness.ig_steps),
+                ("runs", "", BATTERY_RUNS),
+                heldout,
+                steps,
+                ("values", "", 8 + 2 * heads + layer[2]),
+                size,
+            ),
+        ),
+        MemoryTerm(
+            "the study's per-example values",
+            (
+                ("study seeds", "study.seeds", study.seeds),
+                ("values", "data.split", heldout_n * kept + train_n),
+                size,
+                ("copies", "", 2),
+            ),
+        ),
+        MemoryTerm(
+            "the bootstrap",
+            (
+                ("bootstrap", "study.bootstrap", study.bootstrap),
+                ("draws", "study.seeds", study.seeds + examples),
+                ("bytes", "", 24),
+            ),
+        ),
+    ]
+
+
+def estimated_bytes(cfg: Config) -> int:
+    """About how much memory `cfg` needs at most: the sum of `memory_terms`."""
+    return sum(term.bytes for term in memory_terms(cfg))
+
+
+def byte_size(count: float) -> str:
+    """1536 -> '1.5 KiB'."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB")
+    power = 0
+    while count >= 1024 and power < len(units) - 1:
+        count, power = count / 1024, power + 1
+    return f"{count:.1f}".removesuffix(".0") + f" {units[power]}"
+
+
+def _check_memory(cfg: Config) -> None:
+    """Refuse, before anything runs, a configuration that cannot fit in MAX_BYTES."""
+    total = estimated_bytes(cfg)
+    if total <= MAX_BYTES:
+        return
+    terms = memory_terms(cfg)
+    largest = max(terms, key=lambda term: term.bytes)
+    # The defaults of the same model kind: the same terms, factor by factor.
+    reference = Config(model=ModelConfig(kind=cfg.model.kind))
+    key = largest.blamed(memory_terms(reference)[terms.index(largest)])
+    value: Any = cfg
+    for name in key.split("."):
+        value = getattr(value, name)
+    raise ConfigError(
+        f"invalid config value {key}={value!r}: "
+        f"needs about {byte_size(total)} ({largest.describe()}), more than the "
+        f"{byte_size(MAX_BYTES)} limit"
+    )
 
 
 def _check_values(cfg: Config) -> None:
@@ -261,14 +516,10 @@ def _check_values(cfg: Config) -> None:
     shard_of(study)
     faith = cfg.faithfulness
     _check(faith.ig_steps >= 1, "faithfulness.ig_steps", "must be an integer >= 1", faith.ig_steps)
-    _check(
-        faith.order_seed >= 0,
-        "faithfulness.order_seed",
-        "must be an integer >= 0",
-        faith.order_seed,
-    )
+    _check_seeds(cfg)
     experiment = cfg.tracking.experiment
     _check(bool(experiment.strip()), "tracking.experiment", "must be a non-empty name", experiment)
+    _check_memory(cfg)  # last: the estimate multiplies sizes checked above
 
 
 def validate(raw: DictConfig | dict) -> Config:
@@ -282,6 +533,8 @@ def validate(raw: DictConfig | dict) -> Config:
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None) or "?"
         reason = str(err).splitlines()[0]
+        if key.split("[")[0] in SEED_KEYS:  # a float, a string: say what a seed may be
+            reason += f"; allowed: an integer in 0..{MAX_SEED} (2**32-1)"
         raise ConfigError(f"invalid config value {key}: {reason}") from None
     cfg: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
     _check_values(cfg)
@@ -299,6 +552,17 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     except Exception:
         check_conf_yaml()  # a YAML syntax error: one line with file, line and column
         raise
+
+
+def run_hydra_app(main: Callable[[], None]) -> None:
+    """Start a Hydra app (`main`, decorated with hydra.main): a YAML syntax error in
+    conf/ is one line on stderr and exit code 1, where Hydra prints a long traceback."""
+    try:
+        check_conf_yaml()
+    except PipelineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
+    main()
 
 
 def check_conf_yaml(conf_dir: Path = CONF_DIR) -> None:

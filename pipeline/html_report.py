@@ -39,7 +39,10 @@ def html_report(markdown: str, base: Path, title: str = "report") -> str:
     links, relative to `base`, embedded."""
     from markdown_it import MarkdownIt
 
-    parser = MarkdownIt("commonmark").enable("table")
+    # No raw HTML: a `<tag>` in report.md (from a config value, a caption, a cell)
+    # is shown as text, not passed into the page; the renderer escapes all text,
+    # link targets and alt text.
+    parser = MarkdownIt("commonmark", {"html": False}).enable("table")
     tokens = parser.parse(markdown)
     embed_images(tokens, base)
     body = parser.renderer.render(tokens, parser.options, {})

@@ -99,12 +99,13 @@ def changed_keys(recorded: dict[str, Any], current: dict[str, Any]) -> list[str]
     ]
 
 
-def check_params_unchanged(cfg: Config, stage: str) -> None:
-    """Refuse to publish when params.yaml changed under a running stage (e.g. a
-    concurrent `dvc exp run -S`): DVC would record the new values in dvc.lock."""
+def check_params_unchanged(cfg: Config, stage: str, now: Config | None = None) -> None:
+    """Refuse to publish when params.yaml (or `now`, read from it) changed under a
+    running stage (e.g. a concurrent `dvc exp run -S`): DVC would record the new
+    values in dvc.lock."""
     from pipeline.config import load_params
 
-    now = load_params(Path.cwd() / PARAMS_FILE)
+    now = now or load_params(Path.cwd() / PARAMS_FILE)
     changes = changed_keys(stage_params(cfg, stage), stage_params(now, stage))
     if changes:
         raise ConfigError(

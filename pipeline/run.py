@@ -10,14 +10,11 @@ in a sweep). Any Hydra launcher runs the sweep's jobs (README: Sweeps).
 
 from __future__ import annotations
 
-import sys
-
 import hydra
 from omegaconf import DictConfig
 
 from pipeline import sweep, tracking
-from pipeline.config import Config, check_conf_yaml
-from pipeline.errors import PipelineError
+from pipeline.config import Config, run_hydra_app
 from pipeline.files import write_json
 from pipeline.report import text_tables
 from pipeline.stages import evaluate, generate, train
@@ -54,9 +51,4 @@ def main(raw: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        check_conf_yaml()  # else Hydra prints a long traceback for a YAML syntax error
-    except PipelineError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(1)
-    main()
+    run_hydra_app(main)

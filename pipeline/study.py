@@ -27,7 +27,14 @@ from omegaconf import DictConfig
 from tqdm import tqdm
 
 from pipeline import data, frames, metrics, stats, sweep, tracking, variants
-from pipeline.config import Config, StudyConfig, shard_of, to_container, validate
+from pipeline.config import (
+    Config,
+    StudyConfig,
+    run_hydra_app,
+    shard_of,
+    to_container,
+    validate,
+)
 from pipeline.errors import ConfigError, DivergenceError, PipelineError
 from pipeline.files import write_bytes, write_json
 from pipeline.tracking import NUMBER_GROUPS, flatten
@@ -322,4 +329,4 @@ def main(raw: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_hydra_app(main)

@@ -23,6 +23,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+import uuid
 import warnings
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -93,6 +94,7 @@ class PipelineState:
     artifacts: list[Path] = field(default_factory=list)
     sequences: pd.DataFrame | None = None  # logged as the runs' dataset input
     report_html: str | None = None  # report.md with its figures embedded
+    params_yaml: str | None = None  # params.yaml as the config was read from it
     study: dict | None = None  # the seed study's summary.json
     faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
     study_faithfulness: dict | None = None  # the battery over the study's runs
@@ -328,6 +330,7 @@ def _locked(uri: str, log):
     check_lock_file(lock, uri)
     try:
         with FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
+            ensure_store(uri)
             return log()
     except Timeout:
         raise TrackingError(
@@ -336,6 +339,32 @@ def _locked(uri: str, log):
         ) from None
     except store_errors() as err:
         raise TrackingError(f"cannot write MLflow store {uri}: {first_line(err)}") from err
+
+
+def ensure_store(uri: str) -> None:
+    """Create a missing SQLite store whole or not at all.
+
+    MLflow migrates a new database in many steps; Ctrl-C between two of them left a
+    store that every later call refused (`table _alembic_tmp_... already exists`).
+    The schema is built under a temporary name and linked into place, so the store
+    path holds either nothing or a complete store. Callers hold the store's lock.
+    """
+    if not uri.startswith("sqlite:///"):
+        return
+    path = Path(uri.removeprefix("sqlite:///"))
+    if path.exists():
+        return
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    # A new name each time: MLflow caches what it knows of a database URI per process.
+    partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    try:
+        SqlAlchemyStore(f"sqlite:///{partial}", artifact_location()).engine.dispose()
+        os.link(partial, path)  # never replaces a store another process made meanwhile
+    except FileExistsError:
+        pass
+    finally:
+        partial.unlink(missing_ok=True)
 
 
 def check_server(uri: str) -> None:
@@ -600,6 +629,8 @@ def _log_children_and_artifacts(
             client.log_artifact(parent, str(path), artifact_path=folder)
     if state.report_html is not None:
         client.log_text(parent, state.report_html, "report.html")
+    if state.params_yaml is not None:
+        client.log_text(parent, state.params_yaml, PARAMS_FILE)
 
 
 def search_parent_runs(uri: str, experiment: str) -> tuple[pd.DataFrame, pd.DataFrame]:

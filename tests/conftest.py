@@ -1,11 +1,18 @@
-"""Shared fixtures: the composed default config and one in-process lesson run."""
+"""Shared fixtures: the composed default config, stores, clones, small configs."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+# Under pytest-xdist each worker computes on one thread (torch, and the processes it
+# starts): two workers on two cores then do not fight over them.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ["OMP_NUM_THREADS"] = "1"
+    os.environ["NUMBA_NUM_THREADS"] = "1"
 
 import pytest
 
@@ -100,6 +107,25 @@ def assert_golden(document: dict) -> None:
 
 
 @pytest.fixture(scope="session")
+def store_template(tmp_path_factory) -> Path:
+    """An empty MLflow SQLite store, made once: MLflow's schema migrations take
+    seconds, a copy milliseconds."""
+    from pipeline import tracking
+
+    path = tmp_path_factory.mktemp("store-template") / "mlflow.db"
+    tracking.ensure_store(f"sqlite:///{path}")
+    return path
+
+
+@pytest.fixture
+def store(tmp_path, store_template) -> str:
+    """The URI of a fresh, empty MLflow store (a copy of the template)."""
+    path = tmp_path / "mlflow.db"
+    shutil.copyfile(store_template, path)
+    return f"sqlite:///{path}"
+
+
+@pytest.fixture(scope="session")
 def default_cfg() -> Config:
     return validate(compose())
 
@@ -120,6 +146,32 @@ def small_cfg() -> Config:
     return validate(compose(small_overrides()))
 
 
+def shrink_conf(repo: Path, overrides: list[str]) -> None:
+    """Write `group.key=value` overrides into a project's conf/ (the lesson's files),
+    so that DVC, `dvc exp run -S` included, composes the small config."""
+    import re
+
+    for override in overrides:
+        dotted, value = override.split("=", 1)
+        group, key = dotted.split(".")
+        path = repo / "conf" / group / "lesson.yaml"
+        text, count = re.subn(
+            rf"^{key}: [^#\n]*?(\s*#.*)?$", rf"{key}: {value}\1", path.read_text(), flags=re.M
+        )
+        assert count == 1, (path, key)
+        path.write_text(text)
+
+
+def git_commit(repo: Path, message: str) -> None:
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(
+        ["git", "-c", "user.name=test", "-c", "user.email=test@example.com"]
+        + ["commit", "-q", "--allow-empty", "-m", message],
+        cwd=repo,
+        check=True,
+    )
+
+
 def clone_project(dest: Path) -> Path:
     """A fresh git clone of this repository with the working tree's changes on top:
     what CI sees, but testing uncommitted work too. No DVC cache, no outputs
@@ -136,21 +188,5 @@ def clone_project(dest: Path) -> Path:
         if source.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
-    subprocess.run(["git", "add", "-A"], cwd=dest, check=True)
-    subprocess.run(
-        [
-            "git",
-            "-c",
-            "user.name=test",
-            "-c",
-            "user.email=test@example.com",
-            "commit",
-            "-q",
-            "--allow-empty",
-            "-m",
-            "working tree",
-        ],
-        cwd=dest,
-        check=True,
-    )
+    git_commit(dest, "working tree")
     return dest

@@ -11,11 +11,6 @@ from pipeline import compare, tracking
 from tests.test_tracking import committed_state
 
 
-@pytest.fixture
-def store(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'mlflow.db'}"
-
-
 def test_one_row_per_version_with_each_variants_own_numbers(default_cfg, store, capsys):
     lesson = committed_state(default_cfg, store, **{"dvc.exp_name": "lesson"})
     tracking.log_state(lesson)

@@ -32,3 +32,41 @@ def test_the_committed_report_embeds_every_figure():
     page = html_report(markdown, report.parent)
     assert page.count("data:image/png;base64,") == markdown.count("![") > 0
     assert page == html_report(markdown, report.parent)  # the same bytes
+
+
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def test_hostile_text_reaches_the_page_escaped(tmp_path):
+    """Issue 22: raw HTML in report.md (a heading, a table cell, a caption, a figure
+    name, the title) is shown as text, never passed into the page."""
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "a.png").write_bytes(PNG)
+    markdown = (
+        f"# Seeds {HOSTILE}\n\n{HOSTILE}\n\n| x {HOSTILE} |\n|---|\n| {HOSTILE} |\n\n"
+        f"![caption {HOSTILE}](figures/a.png)\n\n![b](figures/{HOSTILE}.png)\n\n"
+        f"<script>alert(2)</script>\n"
+    )
+    page = html_report(markdown, tmp_path, title=HOSTILE)
+    assert "<img src=x" not in page and "<script>" not in page
+    tags = parsed_tags(page)
+    assert not [(tag, name) for tag, attrs in tags for name, _ in attrs if name.startswith("on")]
+    assert [dict(attrs)["alt"] for tag, attrs in tags if tag == "img"] == [f"caption {HOSTILE}"]
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") >= 6
+
+
+def parsed_tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
+    """(tag, attributes) of every start tag, as a browser's parser reads them."""
+    from html.parser import HTMLParser
+
+    tags = []
+
+    class Collector(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            tags.append((tag, attrs))
+
+        def handle_startendtag(self, tag, attrs):
+            tags.append((tag, attrs))
+
+    Collector().feed(page)
+    return tags

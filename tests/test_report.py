@@ -6,8 +6,6 @@ import copy
 import io
 import json
 import re
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -283,16 +281,6 @@ def test_missing_input_is_a_clear_error(tmp_path):
     assert result.stderr == (
         "error: missing reports/provenance/train.json: run `dvc repro` first\n"
     )
-
-
-def test_only_the_figures_module_imports_matplotlib():
-    probe = (
-        "import sys, pipeline.data, pipeline.model, pipeline.train, pipeline.metrics, "
-        "pipeline.report, pipeline.stages.evaluate, pipeline.stages.train; "
-        "print('matplotlib' in sys.modules)"
-    )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert result.stdout.split() == ["False"]
 
 
 def hand_summary(share: float, percentile: float) -> dict:

@@ -110,15 +110,6 @@ def test_interrupted_write_leaves_the_old_file(tmp_path, monkeypatch):
     assert list(tmp_path.iterdir()) == [target]
 
 
-def test_generate_stage_imports_neither_torch_nor_mlflow():
-    probe = (
-        "import sys, pipeline.stages.generate; "
-        "print('torch' in sys.modules, 'mlflow' in sys.modules)"
-    )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
-    assert result.stdout.split() == ["False", "False"]
-
-
 # Orphans and signals (issue 10). A stand-in for DVC starts the train stage as DVC
 # does (`$SHELL -c CMD`, or the command itself, as bash's exec gives), then is
 # killed with SIGKILL. The orphan must not publish; SIGTERM ends a stage in one line.
@@ -196,6 +187,7 @@ def leftovers(root: Path) -> list[Path]:
     return [p for p in root.rglob("*.tmp")]
 
 
+@pytest.mark.slow
 @linux_only
 @pytest.mark.parametrize(
     ("how", "message"),
@@ -231,6 +223,7 @@ def test_orphaned_stage_does_not_publish(workdir, trained, tmp_path_factory, how
     assert leftovers(workdir) == []
 
 
+@pytest.mark.slow
 @linux_only
 def test_sigterm_ends_a_stage_in_one_line(workdir, trained):
     stage = subprocess.Popen(

@@ -10,7 +10,7 @@ import torch
 
 from pipeline import data, faithfulness, frames, metrics, model, study, train, variants
 from pipeline.attention import scaled_dot_product_attention, sliding_window_mask
-from pipeline.config import Config, EvalConfig, ModelConfig, compose, validate
+from pipeline.config import EvalConfig, ModelConfig, compose, validate
 from pipeline.stages import evaluate, generate
 from pipeline.stages import train as train_stage
 from tests.conftest import small_overrides
@@ -384,11 +384,6 @@ def test_autograd_lesson_matches_the_fast_path():
     torch.testing.assert_close(model.to_flat(slow), model.to_flat(fast), rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(slow_history.loss, fast_history.loss, rtol=1e-12, atol=1e-14)
     assert torch.equal(slow_history.accuracy, fast_history.accuracy)
-
-
-def test_default_variant_config_is_the_lesson():
-    assert Config().model.kind == "lesson"
-    assert validate(compose()).model == ModelConfig()
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from pipeline import provenance, tracking
-from pipeline.config import PARAMS_FILE, Config, load_params
+from pipeline.config import PARAMS_FILE, Config, load_params, validate
 from pipeline.files import read_csv, read_json, read_parquet, require, write_json
 from pipeline.html_report import html_report
 from pipeline.stages import entry
@@ -26,7 +28,6 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
     }
     candidates = [
         cfg.paths.metrics,
-        PARAMS_FILE,
         cfg.paths.step_table,
         cfg.paths.training_curves,
         cfg.paths.report,
@@ -45,10 +46,19 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         artifacts=[Path(p) for p in candidates if Path(p).exists()],
         sequences=read_parquet(cfg.paths.sequences),
         report_html=html_report(require(report).read_text(), report.parent),
+        params_yaml=params_snapshot(cfg),
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
         study_faithfulness=read_json(cfg.paths.study_faithfulness),
     )
+
+
+def params_snapshot(cfg: Config) -> str:
+    """params.yaml's text, checked to be the params this stage started with: the run's
+    params and its params.yaml artifact then cannot disagree."""
+    text = Path(PARAMS_FILE).read_text()
+    provenance.check_params_unchanged(cfg, "track", validate(yaml.safe_load(text)))
+    return text
 
 
 def main() -> None:
@@ -72,6 +82,9 @@ def main() -> None:
         state = read_state(cfg, root)
         run_id, logged = tracking.log_state(state)
         digest = state.digest
+    # A params.yaml rewritten while this stage ran (`dvc exp run -S` during a repro)
+    # would be recorded in dvc.lock beside outputs made from the old values.
+    provenance.check_params_unchanged(cfg, "track")
     print(f"{'logged' if logged else 'already logged'}: run {run_id} in {uri}")
     write_json(cfg.paths.tracked_state, {"experiment": cfg.tracking.experiment, "state": digest})
 

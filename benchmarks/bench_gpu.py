@@ -1,0 +1,55 @@
+"""Seconds and peak GPU memory of training and evaluating many seeds on one CUDA device.
+
+    python benchmarks/bench_gpu.py
+
+What is timed is the seed study's work per seed (pipeline.study.train_seeds:
+200 epochs of training, then every per-seed metric on the held-out set), float64,
+for 10^3, 10^5 and 10^6 seeds of the lesson and 10^3 seeds of each variant. The
+first case also warms CUDA up and is timed again. scripts/gpu_check.sh runs this.
+"""
+
+from __future__ import annotations
+
+import time
+
+import torch
+
+from pipeline import data, study
+from pipeline.config import compose, validate
+
+CASES = [
+    ("lesson", 1_000),
+    ("lesson", 1_000),
+    ("lesson", 100_000),
+    ("lesson", 1_000_000),
+    ("sink", 1_000),
+    ("multihead", 1_000),
+    ("posenc", 1_000),
+    ("window", 1_000),
+]
+CHUNK = 50_000  # seeds trained at once: the GPU's memory, not the CPU's, is the bound
+
+
+def main() -> None:
+    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
+    print(f"{'model':>10} {'seeds':>9} {'seconds':>8} {'seeds/s':>9} {'peak GPU MiB':>13}")
+    for kind, seeds in CASES:
+        cfg = validate(
+            compose(
+                [f"model={kind}", "train.device=cuda", f"study.seeds={seeds}"]
+                + [f"study.chunk={min(seeds, CHUNK)}"]
+            )
+        )
+        frame = data.generate(cfg.data)
+        torch.cuda.reset_peak_memory_stats()
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        study.train_seeds(cfg, frame, study.study_seeds(cfg.study))
+        torch.cuda.synchronize()
+        seconds = time.perf_counter() - start
+        peak = torch.cuda.max_memory_allocated() / 2**20
+        print(f"{kind:>10} {seeds:>9} {seconds:>8.2f} {seeds / seconds:>9.0f} {peak:>13.0f}")
+
+
+if __name__ == "__main__":
+    main()

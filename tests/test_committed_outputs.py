@@ -1,0 +1,33 @@
+"""The one full-size check of the committed outputs: on a fresh clone, `dvc repro
+--force` (.ci/check-outputs) gives every committed file byte for byte, the golden
+numbers among them, and the check names a file that was edited by one byte."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from tests.conftest import assert_golden, clone_project, git_commit
+
+pytestmark = pytest.mark.slow
+
+
+def test_a_fresh_clone_reproduces_every_committed_output(tmp_path):
+    repo = clone_project(tmp_path / "project")
+    metrics = repo / "reports/metrics.json"
+    metrics.write_text(metrics.read_text().replace('"high_weight": 81', '"high_weight": 82'))
+    git_commit(repo, "one byte edited")
+    result = subprocess.run(["bash", ".ci/check-outputs"], cwd=repo, capture_output=True, text=True)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "committed outputs are out of date" in result.stdout
+    changed = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+    assert changed == [" M reports/metrics.json"], "\n".join(changed)
+    assert_golden(json.loads(metrics.read_text()))
