@@ -83,10 +83,56 @@ def write_records(cfg: Config, stages: list[str]) -> None:
 
 
 def run_stage(stage: str, cwd: Path) -> subprocess.CompletedProcess:
-    """A DVC stage entry point as DVC runs it: a fresh process in the project root."""
+    """A DVC stage entry point as DVC runs it: a fresh process in the project root
+    (the smoke test of the stages' command line; `run_entry` runs one in process)."""
     return subprocess.run(
         [sys.executable, "-m", f"pipeline.stages.{stage}"], cwd=cwd, capture_output=True, text=True
     )
+
+
+@pytest.fixture
+def run_entry(capsys, monkeypatch):
+    """A stage's `main` through `pipeline.stages.entry`, in this process, as its
+    command runs it: returns (exit code, stderr). The launcher watch and the signal
+    handlers stay this process's own."""
+    import signal
+
+    from pipeline import files
+    from pipeline.stages import entry
+
+    monkeypatch.setattr(files, "watch_launcher", lambda: None)
+
+    def run(main) -> tuple[int | str | None, str]:
+        handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            with pytest.raises(SystemExit) as exit_:
+                entry(main)
+        finally:
+            for signum, handler in handlers.items():
+                signal.signal(signum, handler)
+        return exit_.value.code, capsys.readouterr().err
+
+    return run
+
+
+@pytest.fixture
+def app_in_process(capsys, monkeypatch):
+    """A Hydra app (`pipeline.run`, `pipeline.study`) in this process, as
+    `python -m <module> ARGS` runs it: returns (exit code, stdout, stderr)."""
+    from pipeline.config import CONF_DIR, run_hydra_app
+
+    def run(module, *args: str) -> tuple[int | str | None, str, str]:
+        argv = [module.__name__, "--config-path", str(CONF_DIR), *args]
+        monkeypatch.setattr(sys, "argv", argv)
+        code = 0
+        try:
+            run_hydra_app(module.main)
+        except SystemExit as exit_:
+            code = exit_.code
+        out = capsys.readouterr()
+        return code, out.out, out.err
+
+    return run
 
 
 def assert_golden(document: dict) -> None:

@@ -28,7 +28,7 @@ from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
 from pipeline.stages import faithfulness as faithfulness_stage
 from pipeline.stages import report as report_stage
-from tests.conftest import run_stage, small_overrides, write_records
+from tests.conftest import small_overrides, write_records
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTIONS = [
@@ -274,13 +274,12 @@ def test_stage_refuses_metrics_of_other_seeds(workdir):
         report_stage.main()
 
 
-def test_missing_input_is_a_clear_error(tmp_path):
+def test_missing_input_is_a_clear_error(tmp_path, monkeypatch, run_entry):
     (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
-    result = run_stage("report", tmp_path)
-    assert result.returncode == 1
-    assert result.stderr == (
-        "error: missing reports/provenance/train.json: run `dvc repro` first\n"
-    )
+    monkeypatch.chdir(tmp_path)
+    code, stderr = run_entry(report_stage.main)
+    assert code == 1
+    assert stderr == "error: missing reports/provenance/train.json: run `dvc repro` first\n"
 
 
 def hand_summary(share: float, percentile: float) -> dict:

@@ -65,16 +65,16 @@ def test_training_curves_have_one_row_per_epoch(workdir):
     assert [line.split(",")[:2] for line in curves[1:3]] == [["0", "1"], ["0", "2"]]
 
 
-def test_bad_params_value_stops_the_stage_and_keeps_outputs(workdir):
+def test_bad_params_value_stops_the_stage_and_keeps_outputs(workdir, run_entry):
     run_all_stages()
     before = output_bytes(workdir)
     params = workdir / "params.yaml"
     params.write_text(params.read_text().replace("lr: 0.6", "lr: -0.6"))
-    for stage in ("train", "evaluate"):
-        result = run_stage(stage, workdir)
-        assert result.returncode == 1
-        assert result.stderr.startswith("error: invalid config value train.lr=-0.6")
-        assert result.stderr.count("\n") == 1
+    for stage in (train, evaluate):
+        code, stderr = run_entry(stage.main)
+        assert code == 1
+        assert stderr.startswith("error: invalid config value train.lr=-0.6")
+        assert stderr.count("\n") == 1
     assert output_bytes(workdir) == before
 
 
@@ -87,12 +87,12 @@ def test_missing_input_is_a_clear_error(workdir):
     )
 
 
-def test_divergence_stops_training_without_writing(workdir):
+def test_divergence_stops_training_without_writing(workdir, run_entry):
     generate.main()
     params = workdir / "params.yaml"
     params.write_text(params.read_text().replace("lr: 0.6", "lr: 1.0e+300"))
-    result = run_stage("train", workdir)
-    assert result.returncode == 1 and "diverged" in result.stderr
+    code, stderr = run_entry(train.main)
+    assert code == 1 and "diverged" in stderr and stderr.count("\n") == 1
     assert not (workdir / "models/parameters.parquet").exists()
 
 

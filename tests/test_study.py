@@ -166,13 +166,7 @@ def test_hydra_app_sweeps_one_study_per_config(tmp_path):
         )
 
 
-def test_hydra_app_bad_value_is_one_line(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "pipeline.study", "study.chunk=0", f"hydra.run.dir={tmp_path}"],
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines() == [
-        "error: invalid config value study.chunk=0: must be an integer >= 1"
-    ]
+def test_hydra_app_bad_value_is_one_line(app_in_process, tmp_path):
+    code, _, stderr = app_in_process(study, "study.chunk=0", f"hydra.run.dir={tmp_path}")
+    assert code == 1
+    assert stderr == "error: invalid config value study.chunk=0: must be an integer >= 1\n"
