@@ -146,6 +146,11 @@ def test_second_repro_is_a_noop(repo):
     # track always runs (the store may have lost the state); here it finds it.
     assert ran_stages(result.stdout) == {"track"}
     assert "already logged: run " in result.stdout
+    # However the stages were cached, the repro ends with the answer.
+    gap = metrics_of(repo)["seed_gap"]
+    assert f"\nrun-to-run gap {gap:.4f} in held-out accuracy" in result.stdout
+    assert "golden check: not the lesson's settings" in result.stdout  # the small config
+    assert "== the gap across versions in the MLflow UI: " in result.stdout
     # Its no-op path (timed in benchmarks/bench_repro.sh) loads no heavy library.
     probe = (
         "import sys\nfrom pipeline.stages import track\ntrack.main()\n"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from pipeline import provenance, tracking
+from pipeline import provenance, summary, tracking
 from pipeline.config import PARAMS_FILE, Config, load_params, validate
 from pipeline.files import read_csv, read_json, read_parquet, require, write_json
 from pipeline.html_report import html_report
@@ -61,21 +61,16 @@ def params_snapshot(cfg: Config) -> str:
     return text
 
 
-def main() -> None:
-    cfg = load_params()
-    if not cfg.tracking.enabled:
-        print("tracking disabled (tracking.enabled=false)")
-        write_json(cfg.paths.tracked_state, {"experiment": None, "state": None})
-        return
+def log_once(cfg: Config, metrics: dict, study: dict) -> str:
+    """Log the pipeline's state unless the store has it; returns the store's URI."""
     provenance.verify_inputs(cfg, "track")
     root, uri = Path.cwd(), tracking.store_uri(cfg.tracking)
     hashes = tracking.lock_hashes(root / "dvc.lock", cfg)
-    study = read_json(cfg.paths.study_summary)
     battery = {
         "runs": read_json(cfg.paths.faithfulness),
         "study": read_json(cfg.paths.study_faithfulness),
     }
-    digest = tracking.state_digest(cfg, read_json(cfg.paths.metrics), hashes, study, battery)
+    digest = tracking.state_digest(cfg, metrics, hashes, study, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)
     logged = False
     if run_id is None:
@@ -87,6 +82,22 @@ def main() -> None:
     provenance.check_params_unchanged(cfg, "track")
     print(f"{'logged' if logged else 'already logged'}: run {run_id} in {uri}")
     write_json(cfg.paths.tracked_state, {"experiment": cfg.tracking.experiment, "state": digest})
+    return uri
+
+
+def main() -> None:
+    cfg = load_params()
+    if not cfg.tracking.enabled:
+        print("tracking disabled (tracking.enabled=false)")
+        write_json(cfg.paths.tracked_state, {"experiment": None, "state": None})
+        return
+    metrics, study = read_json(cfg.paths.metrics), read_json(cfg.paths.study_summary)
+    uri = log_once(cfg, metrics, study)
+    ui = (
+        f"mlflow ui --backend-store-uri {uri} --host 127.0.0.1, then experiment "
+        f"{cfg.tracking.experiment!r}, view {tracking.GAP_VIEW!r}"
+    )
+    print(summary.answer(cfg, metrics, study, ui))
 
 
 if __name__ == "__main__":
