@@ -26,16 +26,30 @@ def merge(sweep_dir: Path) -> dict:
     return study.summarize(runs, cfg, study.lesson_accuracy(cfg, runs, outside))
 
 
+def os_reason(err: OSError, path: Path) -> str:
+    """strerror, and the path it is about where that is not `path` (a parent folder)."""
+    where = f": {err.filename}" if err.filename and Path(err.filename) != path else ""
+    return f"{err.strerror or err}{where}"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path, help="the sweep's directory (hydra.sweep.dir)")
     parser.add_argument("--out", type=Path, required=True, help="where summary.json goes")
     args = parser.parse_args(argv)
+    if args.out.is_dir():  # said before the merge, which may take a while
+        sys.exit(
+            f"error: --out {args.out} is a folder: name the summary file, "
+            f"e.g. --out {args.out / 'summary.json'}"
+        )
     try:
         summary = merge(args.sweep_dir)
     except PipelineError as err:
         sys.exit(f"error: {err}")
-    write_json(args.out, summary)
+    try:
+        write_json(args.out, summary)
+    except OSError as err:
+        sys.exit(f"error: cannot write {args.out}: {os_reason(err, args.out)}")
     print(f"{study.summary_line(summary)}; wrote {args.out}")
 
 

@@ -2,42 +2,71 @@
 
     python -m pipeline.server .mlflow-server [--port 5000]
 
-Starts PostgreSQL (initdb and pg_ctl into DIR/postgres, loopback only) and
-`mlflow server` with that backend store and its artifacts under DIR/artifacts,
-served through the server (--artifacts-destination): workers need only the URL,
-no shared disk. Prints the URI to give jobs (tracking.uri=... or
+Starts PostgreSQL (initdb into DIR/postgres, loopback TCP only, no unix socket)
+and `mlflow server` with that backend store and its artifacts under
+DIR/artifacts, served through the server (--artifacts-destination): workers need
+only the URL, no shared disk. Prints the URI to give jobs (tracking.uri=... or
 MLFLOW_TRACKING_URI) and runs until Ctrl-C, then stops both. DIR keeps the
 store between starts. For workers on other machines, start it with
 --host 0.0.0.0 and make DIR/artifacts durable (or point --artifacts-destination
 at an object store by editing the command this module runs).
+
+PostgreSQL asks every connection for a password (scram-sha-256): a secret made on
+first start, kept in DIR/postgres/password (mode 0600). The MLflow server gets it
+through its environment, never on a command line or in a log. A port in use is
+an error before anything starts. PostgreSQL and MLflow run as children that
+Linux stops when this process dies, even by SIGKILL.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pipeline.errors import PipelineError
 
 START_TIMEOUT_S = 60
-DATABASE = "mlflow"
+DATABASE = "mlflow"  # the database and its owner, PostgreSQL's superuser
+PR_SET_PDEATHSIG = 1
+PG_HBA = """\
+# Written by pipeline.server on every start: every connection gives the password.
+local all all scram-sha-256
+host  all all 127.0.0.1/32 scram-sha-256
+host  all all ::1/128 scram-sha-256
+"""
 
 
 def free_port() -> int:
     with contextlib.closing(socket.socket()) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a port another server listens on: the health check would find that
+    server, and the runs sent to this URI would land in its store."""
+    try:
+        family, *_, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with contextlib.closing(socket.socket(family, socket.SOCK_STREAM)) as probe:
+            # As uvicorn binds: a connection of a stopped server in TIME_WAIT is no conflict.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(address)
+    except OSError as err:
+        raise PipelineError(f"port {port} on {host} is in use: {err.strerror}") from None
 
 
 def postgres_bin(name: str) -> str:
@@ -51,102 +80,262 @@ def postgres_bin(name: str) -> str:
 
 
 def _as_postgres_user() -> dict:
-    """PostgreSQL refuses to run as root: run it as the `postgres` user then."""
+    """PostgreSQL refuses to run as root: run it as the `postgres` user then, without
+    root's supplementary groups."""
     if os.geteuid() != 0:
         return {}
     try:
         pwd.getpwnam("postgres")
     except KeyError:
         raise PipelineError("running as root and no `postgres` user to run PostgreSQL") from None
-    return {"user": "postgres", "group": "postgres"}
+    return {"user": "postgres", "group": "postgres", "extra_groups": []}
 
 
-def _run(args: list[str], what: str, **kwargs) -> None:
+def _run(args: list[str], what: str, **kwargs) -> str:
     result = subprocess.run(args, capture_output=True, text=True, **kwargs)
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
         raise PipelineError(f"{what} failed: {detail[-1] if detail else result.returncode}")
+    return result.stderr
 
 
-def start_postgres(root: Path, port: int) -> str:
-    """PostgreSQL in root (created on first use) on 127.0.0.1:port; returns the
-    SQLAlchemy URI of its `mlflow` database."""
+def _dies_with_this_process(signum: int) -> Callable[[], None] | None:
+    """A preexec_fn: Linux sends the child `signum` when this process dies, even by
+    SIGKILL. It runs after the switch to the postgres user, which would clear it."""
+    if sys.platform != "linux":
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent:  # it died before prctl
+            os.kill(os.getpid(), signum)
+
+    return preexec
+
+
+def _start(command: list[str], log: Path, death_signal: int, **kwargs) -> subprocess.Popen:
+    """`command` writing to `log`, in a session of its own (Ctrl-C reaches this process
+    only, which stops MLflow before PostgreSQL), stopped by `death_signal` when this
+    process dies."""
+    with open(log, "ab") as sink:
+        return subprocess.Popen(
+            command,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=_dies_with_this_process(death_signal),
+            **kwargs,
+        )
+
+
+def _stop(process: subprocess.Popen, signum: int, group: bool = False, timeout: int = 20) -> None:
+    def kill(signum: int) -> None:
+        if group:  # mlflow's children too
+            os.killpg(process.pid, signum)
+        else:
+            process.send_signal(signum)
+
+    with contextlib.suppress(ProcessLookupError):
+        kill(signum)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            kill(signal.SIGKILL)
+        process.wait()
+
+
+def _log_since(log: Path, offset: int) -> list[str]:
+    """The lines `log` got after `offset`."""
+    with contextlib.suppress(OSError), open(log, "rb") as handle:
+        handle.seek(offset)
+        return handle.read().decode(errors="replace").strip().splitlines()
+    return []
+
+
+def _write_secret(path: Path, secret: str, user: dict) -> None:
+    """Only its owner may read it: whoever runs PostgreSQL (initdb reads it; root
+    reads any file)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secret)
+    if user:
+        shutil.chown(path, "postgres", "postgres")
+
+
+def _set_password(data: Path, secret: str, user: dict) -> None:
+    """Give a store made before passwords one, in single-user mode: no connection
+    is open meanwhile. The statement never reaches a log (log_min_error_statement)."""
+    single = [postgres_bin("postgres"), "--single", "-D", str(data)]
+    quiet = ["-c", "log_min_error_statement=panic", "-c", "unix_socket_directories="]
+    sql = f"ALTER USER {DATABASE} PASSWORD '{secret}';\n"  # token_urlsafe: no quotes
+    output = _run([*single, *quiet, "postgres"], "setting PostgreSQL's password", input=sql, **user)
+    errors = [line for line in output.splitlines() if "ERROR:" in line]
+    if errors:
+        raise PipelineError(f"setting PostgreSQL's password failed: {errors[-1]}")
+
+
+def _prepare_cluster(root: Path, user: dict) -> str:
+    """The cluster in root/data (created on first use) with password authentication
+    only; returns the superuser's password."""
+    data, secret_file = root / "data", root / "password"
+    if secret_file.exists():
+        secret = secret_file.read_text().strip()
+    else:
+        secret = secrets.token_urlsafe(32)  # URL-safe: it goes into the store URI as is
+        if (data / "PG_VERSION").exists():  # a store from before passwords
+            _set_password(data, secret, user)
+        _write_secret(secret_file, secret, user)
+    if not (data / "PG_VERSION").exists():
+        initdb = [postgres_bin("initdb"), "-D", str(data), "-U", DATABASE, "--no-sync"]
+        auth = ["--auth=scram-sha-256", f"--pwfile={secret_file}", "-E", "UTF8"]
+        _run([*initdb, *auth], "initdb", **user)
+    (data / "pg_hba.conf").write_text(PG_HBA)  # also replaces an older store's `trust`
+    return secret
+
+
+def _wait_postgres(process: subprocess.Popen, port: int, secret: str, log: Path, offset: int):
+    """A connection to the `postgres` database once PostgreSQL accepts one."""
+    import psycopg2
+
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        if process.poll() is not None:
+            said = _log_since(log, offset)
+            reasons = [line for line in said if "FATAL:" in line or "HINT:" in line] or said[-1:]
+            reason = "; ".join(line.split(":  ", 1)[-1] for line in reasons)
+            raise PipelineError(f"PostgreSQL exited: {reason} (log: {log})")
+        try:
+            return psycopg2.connect(
+                host="127.0.0.1", port=port, user=DATABASE, password=secret, dbname="postgres"
+            )
+        except psycopg2.OperationalError as err:
+            if time.monotonic() > deadline:
+                reason = str(err).strip().splitlines()[0]
+                raise PipelineError(
+                    f"PostgreSQL did not accept a connection within {START_TIMEOUT_S} s: "
+                    f"{reason} (log: {log})"
+                ) from None
+        time.sleep(0.2)
+
+
+@contextlib.contextmanager
+def postgres(root: Path, port: int) -> Iterator[str]:
+    """PostgreSQL in root (created on first use) on 127.0.0.1:port while the block
+    runs; yields the SQLAlchemy URI of its `mlflow` database, password included."""
     user = _as_postgres_user()
     root.mkdir(parents=True, exist_ok=True)
     if user:
         shutil.chown(root, "postgres", "postgres")
-    data = root / "data"
-    if not (data / "PG_VERSION").exists():
-        initdb = [postgres_bin("initdb"), "-D", str(data), "-A", "trust", "-U", DATABASE]
-        _run([*initdb, "--no-sync", "-E", "UTF8"], "initdb", **user)
-    options = f"-p {port} -k {root} -c listen_addresses=127.0.0.1"
-    pg_ctl = [postgres_bin("pg_ctl"), "-D", str(data), "-l", str(root / "postgres.log")]
-    _run(
-        [*pg_ctl, "-o", options, "-w", "-t", str(START_TIMEOUT_S), "start"], "pg_ctl start", **user
-    )
-    import psycopg2
-
-    with contextlib.closing(
-        psycopg2.connect(host="127.0.0.1", port=port, user=DATABASE, dbname="postgres")
-    ) as db:
-        db.autocommit = True
-        with db.cursor() as cursor:
-            cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
-            if cursor.fetchone() is None:
-                cursor.execute(f"CREATE DATABASE {DATABASE}")
-    return f"postgresql+psycopg2://{DATABASE}@127.0.0.1:{port}/{DATABASE}"
+    secret = _prepare_cluster(root, user)
+    log = root / "postgres.log"
+    offset = log.stat().st_size if log.exists() else 0
+    # In the foreground, not through pg_ctl (whose daemon outlives a killed parent).
+    # SIGINT is PostgreSQL's fast shutdown: it does not wait for clients to leave.
+    command = [postgres_bin("postgres"), "-D", str(root / "data"), "-p", str(port)]
+    options = ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="]
+    process = _start([*command, *options], log, signal.SIGINT, **user)
+    try:
+        with contextlib.closing(_wait_postgres(process, port, secret, log, offset)) as db:
+            db.autocommit = True
+            with db.cursor() as cursor:
+                cursor.execute("SELECT 1 FROM pg_database WHERE datname = %s", (DATABASE,))
+                if cursor.fetchone() is None:
+                    cursor.execute(f"CREATE DATABASE {DATABASE}")
+        yield f"postgresql+psycopg2://{DATABASE}:{secret}@127.0.0.1:{port}/{DATABASE}"
+    finally:
+        _stop(process, signal.SIGINT, timeout=START_TIMEOUT_S)
 
 
-def stop_postgres(root: Path) -> None:
-    pg_ctl = [postgres_bin("pg_ctl"), "-D", str(root / "data"), "-m", "fast", "-w", "stop"]
-    subprocess.run(pg_ctl, capture_output=True, **_as_postgres_user())
+def _sockets_listening(port: int) -> set[str]:
+    """`socket:[inode]` of each socket listening on `port`, from /proc/net (Linux)."""
+    found = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for row in Path(table).read_text().splitlines()[1:]:
+                fields = row.split()
+                if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
+                    found.add(f"socket:[{fields[9]}]")
+    return found
 
 
-def wait_healthy(uri: str, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
+def _sockets_held(group: int) -> set[str]:
+    """What the file descriptors of process group `group` point to."""
+    held = set()
+    for proc in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, ValueError):
+            if os.getpgid(int(proc.name)) == group:
+                held.update(os.readlink(fd) for fd in (proc / "fd").iterdir())
+    return held
+
+
+def serves_port(process: subprocess.Popen, port: int) -> bool:
+    """Whether `process` (a session leader) or one of its children listens on `port`;
+    True where /proc cannot tell."""
+    listening = _sockets_listening(port)
+    return not listening or bool(listening & _sockets_held(process.pid))
+
+
+def wait_serving(
+    uri: str, process: subprocess.Popen, log: Path, timeout: float = START_TIMEOUT_S
+) -> None:
+    """Wait until `process`, the mlflow server started in its own session, answers
+    /health at `uri`. Another server answering there is an error: the runs sent to
+    `uri` would land in its store."""
+    port = urllib.parse.urlsplit(uri).port
+    deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
             tail = log.read_text().strip().splitlines()[-1:] if log.exists() else []
             raise PipelineError(f"mlflow server exited: {' '.join(tail)} (log: {log})")
         with contextlib.suppress(OSError), urllib.request.urlopen(f"{uri}/health", timeout=2):
-            return
+            if process.poll() is None and serves_port(process, port):
+                return
+            raise PipelineError(
+                f"another server answers at {uri}, not the mlflow server started here (log: {log})"
+            )
         time.sleep(0.5)
-    raise PipelineError(f"mlflow server at {uri} did not answer within {START_TIMEOUT_S} s")
+    raise PipelineError(f"mlflow server at {uri} did not answer within {timeout} s")
+
+
+@contextlib.contextmanager
+def mlflow_server(root: Path, backend: str, host: str, port: int) -> Iterator[str]:
+    """`mlflow server` on `backend` while the block runs; yields the tracking URI."""
+    log = root / "mlflow-server.log"
+    command = [
+        sys.executable, "-m", "mlflow", "server",
+        "--artifacts-destination", str(root / "artifacts"),
+        "--host", host, "--port", str(port), "--workers", "1",
+    ]  # fmt: skip
+    # The store URI holds PostgreSQL's password: not on the command line, which any
+    # local user reads in /proc, but in the variable `mlflow server
+    # --backend-store-uri` reads, which only this user and root can.
+    env = {**os.environ, "MLFLOW_BACKEND_STORE_URI": backend}
+    # No server-side jobs (GenAI scorers, which the pipeline does not use): their
+    # consumer processes outlive a killed server and keep polling the store.
+    env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
+    process = _start(command, log, signal.SIGTERM, env=env)  # it passes SIGTERM on to uvicorn
+    try:
+        uri = f"http://127.0.0.1:{port}"
+        wait_serving(uri, process, log)
+        yield uri
+    finally:
+        _stop(process, signal.SIGTERM, group=True)
 
 
 @contextlib.contextmanager
 def tracking_server(root: Path, port: int | None = None, host: str = "127.0.0.1") -> Iterator[str]:
     """PostgreSQL and `mlflow server` while the block runs; yields the tracking URI."""
     root = Path(root).resolve()
-    pg_port = free_port()
-    backend = start_postgres(root / "postgres", pg_port)
     port = port or free_port()
-    log = root / "mlflow-server.log"
-    command = [
-        sys.executable, "-m", "mlflow", "server",
-        "--backend-store-uri", backend,
-        "--artifacts-destination", str(root / "artifacts"),
-        "--host", host, "--port", str(port), "--workers", "1",
-    ]  # fmt: skip
-    try:
-        with open(log, "ab") as sink:
-            process = subprocess.Popen(
-                command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
-            )
-        uri = f"http://127.0.0.1:{port}"
-        try:
-            wait_healthy(uri, process, log)
-            yield uri
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-    finally:
-        stop_postgres(root / "postgres")
+    check_port_free(host, port)  # before anything starts
+    with (
+        postgres(root / "postgres", free_port()) as backend,
+        mlflow_server(root, backend, host, port) as uri,
+    ):
+        yield uri
 
 
 def main(argv: list[str] | None = None) -> None:

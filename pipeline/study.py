@@ -246,6 +246,37 @@ def shard_bytes(cfg: Config, runs: SeedRuns, outside: dict[int, float]) -> bytes
     return buffer.getvalue()
 
 
+# What shard_bytes writes, and the type each entry must have.
+SHARD_TYPES = {
+    "config": str,
+    "shard": str,
+    "seeds": torch.Tensor,
+    "params": torch.Tensor,
+    "values": dict,
+    "outside": dict,
+}
+
+
+def load_shard(path: Path) -> tuple[int, int, dict]:
+    """(index, count, document) of a shard.pt, or a one-line error naming the file.
+
+    weights_only=True: a file of unknown origin runs no code when loaded. torch's own
+    error is not relayed, since it advises loading with weights_only=False."""
+    try:
+        document = torch.load(path, weights_only=True)
+        index, count = map(int, document["shard"].split("/"))
+        if not all(isinstance(document[key], kind) for key, kind in SHARD_TYPES.items()):
+            raise TypeError("not the entries shard_bytes writes")
+        json.loads(document["config"])
+    except OSError as err:
+        raise PipelineError(f"cannot read shard {path}: {err.strerror or err}") from None
+    except Exception:  # torch raises several types for a damaged or foreign file
+        raise PipelineError(
+            f"cannot read shard {path}: not a study shard, or a damaged one"
+        ) from None
+    return index, count, document
+
+
 def merge_shards(paths: list[Path]) -> tuple[Config, SeedRuns, dict[int, float]]:
     """(config, runs in seed order, outside accuracy) of the shards in `paths`: one
     study's shards 0..n-1, each exactly once, or a one-line error."""
@@ -253,11 +284,7 @@ def merge_shards(paths: list[Path]) -> tuple[Config, SeedRuns, dict[int, float]]
         raise PipelineError(f"no {SHARD_FILE} found")
     shards = {}
     for path in paths:
-        try:
-            document = torch.load(path, weights_only=True)
-            index, count = map(int, document["shard"].split("/"))
-        except Exception as err:  # torch raises several types for a damaged file
-            raise PipelineError(f"cannot read shard {path}: {err!r}") from None
+        index, count, document = load_shard(path)
         if index in shards:
             raise PipelineError(
                 f"shard {document['shard']} twice: {shards[index][0]} and {path} "

@@ -5,10 +5,19 @@ unreachable tracking server) prints one line and records itself in job.json;
 the sweep's other jobs go on, whatever the launcher (basic, joblib, ray,
 submitit). When the sweep ends, `SweepReport` (a Hydra callback, conf/config.yaml)
 lists every job and exits 1 naming the failed ones with their overrides.
+
+A stopped sweep stops its jobs: SIGTERM to the sweep's process ends the job
+processes it started (joblib's loky workers, submitit_local's jobs), and a job
+process on the sweep's machine publishes nothing once the sweep is gone, even
+after `kill -9` (`follow_sweep`).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -19,12 +28,15 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from pipeline import tracking
+from pipeline import files, tracking
 from pipeline.config import PROJECT_ROOT, Config, validate
-from pipeline.errors import PipelineError
+from pipeline.errors import OrphanedError, PipelineError
 from pipeline.files import read_json, write_json
 
 JOB_FILE = "job.json"
+# "<host> <pid> <start time>" of the sweep's process, for the jobs it starts.
+SWEEP_ENV = "PIPELINE_SWEEP"
+_sigterm_before: Callable | int = signal.SIG_DFL  # the sweep's SIGTERM handler before stop_jobs
 
 
 def job_tags() -> dict[str, str]:
@@ -61,13 +73,17 @@ def output_dir() -> Path:
 def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
     """Validate the config and run `task`; its result (a few numbers) goes to
     job.json. An expected failure ends a single run with exit code 1, and a sweep's
-    job with a failed record, so that the other jobs still run and are logged."""
+    job with a failed record, so that the other jobs still run and are logged.
+    A job whose sweep is gone ends its process and publishes nothing."""
     hydra = HydraConfig.get()
     record: dict = {"overrides": list(hydra.overrides.task)}
     if hydra.mode == RunMode.MULTIRUN:
         record["job"] = hydra.job.num
+        follow_sweep(record)
     try:
         record |= {"status": "finished", "result": task(validate(raw))}
+    except OrphanedError as err:
+        abandon(record, err)
     except PipelineError as err:
         if hydra.mode != RunMode.MULTIRUN:
             print(f"error: {err}", file=sys.stderr)
@@ -77,11 +93,110 @@ def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
     write_json(output_dir() / JOB_FILE, record)
 
 
+def _stat(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state, ppid, ...); None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def process_start(pid: int) -> str | None:
+    """When a live process started (clock ticks after boot): with its pid, this names
+    one process, also once the pid is reused. None if it is gone or a zombie."""
+    fields = _stat(pid)
+    return None if fields is None or fields[0] == "Z" else fields[19]
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below `pid`, children first, from /proc (none without it)."""
+    children: dict[int, list[int]] = {}
+    entries = Path("/proc").iterdir() if Path("/proc/self/stat").exists() else []
+    for entry in entries:
+        fields = _stat(int(entry.name)) if entry.name.isdigit() else None
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        below = children.get(queue.pop(0), [])
+        found += below
+        queue += below
+    return found
+
+
+def sweep_identity() -> str | None:
+    """SWEEP_ENV's value for this process; None where /proc cannot tell."""
+    pid, started = os.getpid(), process_start(os.getpid())
+    return None if started is None else f"{socket.gethostname()} {pid} {started}"
+
+
+def follow_sweep(record: dict) -> None:
+    """In a job process the sweep started on its own machine (joblib's workers,
+    submitit_local's jobs): end at once if the sweep is gone, else publish files only
+    while it lives (pipeline.files), and die with it (on Linux, SIGTERM at its death).
+
+    A job on another machine (SLURM, Ray) cannot see the sweep's process, and the
+    basic launcher's jobs run in the sweep's own process: both go on as before."""
+    identity = os.environ.get(SWEEP_ENV, "").split()
+    if len(identity) != 3 or identity[0] != socket.gethostname():
+        return
+    pid = int(identity[1])
+    if pid == os.getpid():
+        return
+    if process_start(pid) != identity[2]:
+        abandon(record, OrphanedError(f"the sweep that started it (pid {pid}) is gone"))
+    if os.getppid() == pid:
+        files.watch_launcher()
+
+
+def abandon(record: dict, err: OrphanedError) -> None:
+    """End a job whose sweep is gone: one line, no job.json, no run; the process
+    exits at once (os._exit), since nobody collects its result."""
+    job = f"job {record['job']}" if "job" in record else "run"
+    with contextlib.suppress(OSError):  # stderr may be a closed pipe
+        print(
+            f"error: {job} ({shown(record['overrides'])}): {err}; not publishing",
+            file=sys.stderr,
+            flush=True,
+        )
+    os._exit(1)
+
+
+def watch_sigterm() -> None:
+    """Let SIGTERM to the sweep stop its jobs (stop_jobs), unless it is ignored."""
+    global _sigterm_before
+    before = signal.getsignal(signal.SIGTERM)
+    if before in (signal.SIG_IGN, stop_jobs):
+        return
+    _sigterm_before = signal.SIG_DFL if before is None else before
+    with contextlib.suppress(ValueError):  # signals are set in the main thread only
+        signal.signal(signal.SIGTERM, stop_jobs)
+
+
+def stop_jobs(signum: int, _frame) -> None:
+    """SIGTERM to the sweep: end the job processes it started (their own children too),
+    then take the signal as before (exit 143) through the handler that was there."""
+    for pid in descendants(os.getpid()):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    signal.signal(signum, _sigterm_before)
+    os.kill(os.getpid(), signum)
+
+
 class SweepReport(Callback):
     """At the end of a sweep: one line per job, and exit code 1 if any failed."""
 
     def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
         self.started = time.time()
+        # Before the launcher starts a job process: each inherits the environment
+        # (an outer sweep's value, where this sweep runs in one of its jobs, is replaced).
+        identity = sweep_identity()
+        if identity is None:
+            os.environ.pop(SWEEP_ENV, None)
+        else:
+            os.environ[SWEEP_ENV] = identity
+        watch_sigterm()
 
     def on_multirun_end(self, config: DictConfig, **kwargs) -> None:
         sweep = Path(config.hydra.sweep.dir)

@@ -17,15 +17,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 import warnings
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -72,8 +75,46 @@ def store_uri(cfg: TrackingConfig) -> str:
     )
 
 
-def artifact_location() -> str:
-    return (store_root() / "mlartifacts").as_uri()
+def sqlite_file(uri: str) -> Path | None:
+    """The database file of a SQLite store URI; None for any other store."""
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+def artifact_folder(uri: str | None = None) -> Path:
+    """`mlartifacts/` beside a SQLite store's database, else in the project root.
+
+    Beside the store, not the project: a copied project, or clones sharing one store
+    through MLFLOW_TRACKING_URI, then keep artifacts with the store that lists them.
+    """
+    database = sqlite_file(uri) if uri else None
+    return (database.absolute().parent if database else store_root()) / "mlartifacts"
+
+
+def artifact_location(uri: str | None = None) -> str:
+    return artifact_folder(uri).as_uri()
+
+
+def local_path(location: str) -> Path | None:
+    """The folder of a file: URI or a plain path; None for a remote location (s3:, ...)."""
+    parsed = urllib.parse.urlparse(location)
+    if parsed.scheme == "file":
+        return Path(urllib.request.url2pathname(parsed.path))
+    return Path(location) if not parsed.scheme else None
+
+
+def check_artifact_location(uri: str, recorded: str) -> None:
+    """Refuse a SQLite store whose experiment keeps its artifacts in a local folder not
+    beside it: the store was copied or moved, and its runs would write into the
+    folder of the project it came from."""
+    database, folder = sqlite_file(uri), local_path(recorded)
+    expected = artifact_folder(uri)
+    if database is None or folder is None or folder.resolve() == expected.resolve():
+        return
+    raise TrackingError(
+        f"cannot write MLflow store {uri}: it records artifacts in {folder}, not beside it "
+        f"in {expected}: the store was copied or moved from another project; move it back, "
+        f"or delete {database} (and {expected}/) to start a fresh store here"
+    )
 
 
 def lock_path(uri: str) -> Path:
@@ -260,7 +301,7 @@ def _experiment_id(client, uri: str, name: str) -> str:
         remote = uri.startswith(("http://", "https://"))
         try:
             experiment_id = client.create_experiment(
-                name, artifact_location=None if remote else artifact_location()
+                name, artifact_location=None if remote else artifact_location(uri)
             )
         except MlflowException:  # another worker of the sweep created it first
             experiment = client.get_experiment_by_name(name)
@@ -269,6 +310,8 @@ def _experiment_id(client, uri: str, name: str) -> str:
             experiment_id = experiment.experiment_id
     else:
         experiment_id = experiment.experiment_id
+    if experiment is not None:  # before anything is logged into a folder not its own
+        check_artifact_location(uri, experiment.artifact_location)
     if experiment is None or f"mlflow.sharedViewState.{GAP_VIEW}" not in experiment.tags:
         client.set_experiment_tag(
             experiment_id, f"mlflow.sharedViewState.{GAP_VIEW}", json.dumps(GAP_VIEW_STATE)
@@ -328,8 +371,9 @@ def _locked(uri: str, log):
     check_server(uri)
     lock = lock_path(uri)
     check_lock_file(lock, uri)
+    store_lock = FileLock(str(lock), timeout=LOCK_TIMEOUT_S)
     try:
-        with FileLock(str(lock), timeout=LOCK_TIMEOUT_S):
+        with _waiting_for(store_lock, uri):
             ensure_store(uri)
             return log()
     except Timeout:
@@ -338,7 +382,22 @@ def _locked(uri: str, log):
             f"for {lock})"
         ) from None
     except store_errors() as err:
-        raise TrackingError(f"cannot write MLflow store {uri}: {first_line(err)}") from err
+        raise TrackingError(store_error(uri, err)) from err
+
+
+@contextmanager
+def _waiting_for(lock: FileLock, uri: str) -> Iterator[None]:
+    """Hold `lock`; when another process holds it, say so before waiting (a repro
+    that seems to hang is waiting for a sweep or another experiment to log)."""
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        print(f"waiting for {lock.lock_file}: another process is logging to {uri}", flush=True)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def ensure_store(uri: str) -> None:
@@ -359,7 +418,7 @@ def ensure_store(uri: str) -> None:
     # A new name each time: MLflow caches what it knows of a database URI per process.
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
-        SqlAlchemyStore(f"sqlite:///{partial}", artifact_location()).engine.dispose()
+        SqlAlchemyStore(f"sqlite:///{partial}", artifact_location(uri)).engine.dispose()
         os.link(partial, path)  # never replaces a store another process made meanwhile
     except FileExistsError:
         pass
@@ -368,18 +427,32 @@ def ensure_store(uri: str) -> None:
 
 
 def check_server(uri: str) -> None:
-    """Fail within SERVER_TIMEOUT_S when a tracking server does not answer (MLflow's
-    client would retry for minutes), naming the URI."""
+    """Fail within SERVER_TIMEOUT_S when a tracking server does not serve its API
+    (MLflow's client would retry for minutes, after training), naming the URI.
+
+    The call is the client's own, a one-experiment search: a server answers /health
+    while its database is down, its API does not. An error status from 500 up, a
+    timeout or a refused connection fails; a 4xx passes as it always did: the server
+    is there, and a proxy, a login or an older server without the route answers it
+    (MLflow's client, with its credentials, reports what is wrong with its calls)."""
     if not uri.startswith(("http://", "https://")):
         return
+    search = urllib.request.Request(
+        f"{uri.rstrip('/')}/api/2.0/mlflow/experiments/search",
+        data=json.dumps({"max_results": 1}).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
     try:
-        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=SERVER_TIMEOUT_S):
+        with urllib.request.urlopen(search, timeout=SERVER_TIMEOUT_S):
             return
-    except urllib.error.HTTPError:
-        return  # it answered: a proxy or an older server without /health
+    except urllib.error.HTTPError as err:
+        if err.code < 500:
+            return
+        reason = f"HTTP {err.code} {err.reason}"
     except (urllib.error.URLError, OSError) as err:
         reason = getattr(err, "reason", err)
-        raise TrackingError(f"cannot reach MLflow tracking server {uri}: {reason}") from None
+    raise TrackingError(f"cannot reach MLflow tracking server {uri}: {reason}") from None
 
 
 def check_lock_file(lock: Path, uri: str) -> None:
@@ -401,9 +474,65 @@ def store_errors() -> tuple[type[BaseException], ...]:
     return (MlflowException, SQLAlchemyError, sqlite3.Error, OSError)
 
 
+# SQLAlchemy puts this note before the database's own error when a query flushes
+# pending writes: as the first line it hid the reason (a read-only store).
+AUTOFLUSH_NOTE = "(raised as a result of Query-invoked autoflush"
+READ_ONLY = "attempt to write a readonly database"  # SQLite's words
+
+
 def first_line(err: BaseException) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+    """The error's first line that says what went wrong, not SQLAlchemy's autoflush note."""
+    lines = [line for line in str(err).splitlines() if line.strip()]
+    lines = [line for line in lines if not line.startswith(AUTOFLUSH_NOTE)] or lines
+    return lines[0].strip() if lines else type(err).__name__
+
+
+def read_only_reason(uri: str, err: BaseException, writing: bool = True) -> str | None:
+    """Why a SQLite store failed when it is read-only, else None.
+
+    SQLite says "attempt to write a readonly database" for a database it opened
+    read-only, but "disk I/O error" when the file turns read-only under an open
+    connection (chattr +i); so a failed write also checks the file's own mode
+    (os.access sees an immutable file as read-only even for root).
+    """
+    database = sqlite_file(uri)
+    if database is None:
+        return None
+    if writing and database.exists() and not os.access(database, os.W_OK):
+        return f"the database file {database} is read-only"
+    if not any(READ_ONLY in str(cause) for cause in causes(err)):
+        return None
+    if database.parent.is_dir() and not os.access(database.parent, os.W_OK):
+        return f"the folder {database.parent} of the database file is read-only"  # no journal
+    return f"the database file {database} is read-only"
+
+
+def causes(err: BaseException) -> list[BaseException]:
+    """`err` and the errors it was raised from (MLflow wraps SQLAlchemy's, which wraps
+    sqlite3's)."""
+    chain: list[BaseException] = []
+    while err is not None and all(err is not seen for seen in chain):
+        chain.append(err)
+        err = err.__cause__ or err.__context__
+    return chain
+
+
+def store_error(uri: str, err: BaseException, action: str = "write") -> str:
+    """One line for an error of the store at `uri`: a read-only store said as such."""
+    reason = read_only_reason(uri, err, writing=action == "write") or first_line(err)
+    return f"cannot {action} MLflow store {uri}: {reason}"
+
+
+class _RaisedStoreErrors(logging.Filter):
+    """MLflow logs the whole traceback of a database error (~140 lines) and then raises
+    it; the raised error is reported as one line (store_error), so the log is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.exc_info is None
+
+
+# Only this module uses MLflow's store, and every error it raises ends in store_error.
+logging.getLogger("mlflow.store.db.utils").addFilter(_RaisedStoreErrors())
 
 
 def parent_metrics(state: PipelineState) -> dict[str, float]:
@@ -652,7 +781,7 @@ def search_parent_runs(uri: str, experiment: str) -> tuple[pd.DataFrame, pd.Data
         found = client.get_experiment_by_name(experiment)
         runs = [] if found is None else _all_runs(client, found.experiment_id)
     except store_errors() as err:
-        raise TrackingError(f"cannot read MLflow store {uri}: {first_line(err)}") from err
+        raise TrackingError(store_error(uri, err, "read")) from err
     frame = pd.DataFrame(
         [
             {

@@ -12,15 +12,14 @@ downloads no browser of its own.
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from pipeline.server import free_port, wait_serving
 from pipeline.tracking import GAP_VIEW
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -37,12 +36,6 @@ CHROMIUM_ARGS = [
 START_TIMEOUT_S = 120
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @contextmanager
 def mlflow_ui(store: Path, artifacts: Path | None = None) -> Iterator[str]:
     """`mlflow ui` over a SQLite store on a free loopback port; yields its base URL."""
@@ -54,26 +47,20 @@ def mlflow_ui(store: Path, artifacts: Path | None = None) -> Iterator[str]:
     ]  # fmt: skip
     if artifacts is not None:
         command += ["--default-artifact-root", Path(artifacts).resolve().as_uri()]
-    server = subprocess.Popen(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
-    )
+    fd, name = tempfile.mkstemp(prefix="mlflow-ui-", suffix=".log")
+    log = Path(name)
+    with os.fdopen(fd, "wb") as sink:
+        server = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if server.poll() is not None:
-                raise RuntimeError(f"mlflow ui exited: {server.stderr.read().decode()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=5):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"mlflow ui did not answer on {url}") from None
-                time.sleep(0.5)
+        wait_serving(url, server, log, START_TIMEOUT_S)
         yield url
     finally:
         os.killpg(server.pid, 15)
         server.wait(timeout=30)
+    log.unlink()  # kept when something failed: the error names it
 
 
 @contextmanager

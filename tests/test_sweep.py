@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -215,10 +216,11 @@ def test_a_four_job_sweep_logs_four_parents_to_one_server(server, tmp_path, laun
 
 
 @pytest.mark.slow
-def test_a_sharded_study_on_ray_merges_to_the_unsharded_summary(server, tmp_path):
+def test_a_sharded_study_merges_to_the_unsharded_summary(server, tmp_path):
+    """On joblib: Ray starts once in the tests, for the four-job sweep."""
     shards = ",".join(f"{i}/4" for i in range(4))
     result = run_module(
-        "pipeline.study", "-m", *SMALL, f"study.shard={shards}", *LAUNCHERS["ray"],
+        "pipeline.study", "-m", *SMALL, f"study.shard={shards}", *LAUNCHERS["joblib"],
         f"hydra.sweep.dir={tmp_path / 'shards'}", f"tracking.uri={server}",
     )  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
@@ -301,3 +303,347 @@ def test_study_sweeps_log_one_parent_per_job(tmp_path, launcher):
     assert table["p_at_least_gap"].tolist() == [
         s["pair_gap"]["p_at_least_observed"] for s in summaries
     ]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        b"not a shard",
+        "unsafe",  # a torch file whose pickle names a class weights_only refuses
+        "foreign",  # a safe torch file that is not a shard
+    ],
+)
+def test_a_file_that_is_not_a_shard_is_named_without_unsafe_advice(tmp_path, payload):
+    """Issue 22: the error relayed torch's advice to load the file with
+    weights_only=False, unsafe for a file of unknown origin."""
+    import io
+
+    import torch
+
+    path = tmp_path / "0" / study.SHARD_FILE
+    path.parent.mkdir()
+    if payload == "unsafe":
+        buffer = io.BytesIO()
+        torch.save({"shard": "0/1", "config": Path("x")}, buffer)
+        payload = buffer.getvalue()
+    elif payload == "foreign":
+        buffer = io.BytesIO()
+        torch.save({"weights": torch.zeros(3)}, buffer)
+        payload = buffer.getvalue()
+    path.write_bytes(payload)
+    with pytest.raises(PipelineError) as err:
+        merge_study.merge(tmp_path)
+    message = str(err.value)
+    assert message == f"cannot read shard {path}: not a study shard, or a damaged one"
+    assert "weights_only" not in message
+
+
+def test_merge_into_an_existing_folder_is_one_line_naming_it(tmp_path, monkeypatch, capsys):
+    def no_merge(sweep_dir):
+        raise AssertionError("merged before checking --out")
+
+    monkeypatch.setattr(merge_study, "merge", no_merge)
+    (tmp_path / "sweep").mkdir()
+    with pytest.raises(SystemExit) as exit_:
+        merge_study.main([str(tmp_path / "sweep"), "--out", str(tmp_path)])
+    assert exit_.value.code == (
+        f"error: --out {tmp_path} is a folder: name the summary file, "
+        f"e.g. --out {tmp_path / 'summary.json'}"
+    )
+
+
+def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    monkeypatch.setattr(merge_study, "merge", lambda sweep_dir: {"seeds": 1})
+    monkeypatch.setattr(study, "summary_line", lambda summary: "1 seed")
+    out = tmp_path / "file" / "summary.json"
+    (tmp_path / "file").write_text("a file, not a folder")
+    with pytest.raises(SystemExit) as exit_:
+        merge_study.main([str(tmp_path), "--out", str(out)])
+    assert exit_.value.code == f"error: cannot write {out}: File exists: {tmp_path / 'file'}"
+
+
+def _descendants(pid: int) -> list[int]:
+    """The processes below `pid`, from /proc."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        parent = int(text[text.rindex(")") + 2 :].split()[1])
+        parents.setdefault(parent, []).append(int(stat.parent.name))
+    found, queue = [], [pid]
+    while queue:
+        children = parents.get(queue.pop(), [])
+        found += children
+        queue += children
+    return found
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (a reaped-late orphan has finished all the same)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return text[text.rindex(")") + 2] != "Z"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill"])
+def test_a_stopped_sweep_stops_its_jobs_and_they_publish_nothing(tmp_path, signum):
+    """Issue 22: after SIGTERM to a joblib sweep its loky workers ran on, and an
+    in-flight job wrote its summary.json and logged a run."""
+    from pipeline.sweep import JOB_FILE
+
+    sweep_dir = tmp_path / "sweep"
+    command = [
+        sys.executable, "-m", "pipeline.study", "-m", *SMALL[:3], "train.epochs=3000",
+        "train.lr=0.3,0.6", *LAUNCHERS["joblib"], "tracking.enabled=false",
+        f"hydra.sweep.dir={sweep_dir}",
+    ]  # fmt: skip
+    with open(tmp_path / "stderr", "w") as stderr:
+        sweep = subprocess.Popen(
+            command, cwd=PROJECT_ROOT, stdout=stderr, stderr=stderr, start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while not list(sweep_dir.glob("*/.hydra/config.yaml")):  # a job has started
+            assert sweep.poll() is None, (tmp_path / "stderr").read_text()[-3000:]
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        time.sleep(2)  # it trains (about 40 s of it)
+        workers = _descendants(sweep.pid)
+        assert workers
+        sweep.send_signal(signum)
+        assert sweep.wait(timeout=10) == -signum
+        deadline = time.monotonic() + 10
+        while any(map(_alive, workers)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert [pid for pid in workers if _alive(pid)] == []
+        assert list(sweep_dir.rglob("summary.json")) == []
+        assert list(sweep_dir.rglob(JOB_FILE)) == []
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # what is left of this test's sweep
+            os.killpg(sweep.pid, signal.SIGKILL)
+
+
+# The tracking server's holes (issue 22): a busy port, trust authentication, a
+# /health that answers while the store is down, errors that do not name the log,
+# children that outlive a killed server.
+
+
+@contextlib.contextmanager
+def answering_api(status: int):
+    """A tiny HTTP server on a loopback port: /health answers 200, the rest `status`."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def answer(self):
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200 if self.path == "/health" else status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = answer
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_a_busy_port_is_one_error_naming_it_before_the_server_starts_anything(tmp_path):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        started = time.monotonic()
+        command = ["pipeline.server", str(tmp_path / "store"), "--port", str(port)]
+        result = run_module(*command, timeout=60)
+    assert time.monotonic() - started < 30
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines() == [
+        f"error: port {port} on 127.0.0.1 is in use: Address already in use"
+    ]
+    assert not (tmp_path / "store").exists()  # nothing started
+
+
+def test_a_server_answering_on_the_port_that_is_not_the_one_started_is_refused(tmp_path):
+    from pipeline.server import wait_serving
+
+    stand_in = subprocess.Popen(["sleep", "60"], start_new_session=True)  # listens nowhere
+    try:
+        with (
+            answering_api(200) as uri,
+            pytest.raises(PipelineError, match="another server answers at") as err,
+        ):
+            wait_serving(uri, stand_in, tmp_path / "log", timeout=10)
+        assert str(err.value) == (
+            f"another server answers at {uri}, not the mlflow server started here "
+            f"(log: {tmp_path / 'log'})"
+        )
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+
+
+@pytest.mark.parametrize(
+    ("status", "fails"), [(503, True), (500, True), (404, False), (401, False)]
+)
+def test_check_server_fails_on_an_api_error_though_health_answers(status, fails):
+    with answering_api(status) as uri:
+        started = time.monotonic()
+        if fails:
+            with pytest.raises(PipelineError) as err:
+                tracking.check_server(uri)
+            assert str(err.value).startswith(
+                f"cannot reach MLflow tracking server {uri}: HTTP {status} "
+            )
+            assert "\n" not in str(err.value)
+        else:  # a proxy, a login, an older server without the route: as before
+            tracking.check_server(uri)
+        assert time.monotonic() - started < 5
+
+
+def start_server_command(store: Path, port: int) -> subprocess.Popen:
+    """`python -m pipeline.server store --port port`, once it has printed its URI."""
+    command = [sys.executable, "-m", "pipeline.server", str(store), "--port", str(port)]
+    server = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    assert server.stdout.readline().startswith(f"tracking server: http://127.0.0.1:{port}")
+    return server
+
+
+def server_root() -> Path:
+    # Not under pytest's tmp_path: as root, PostgreSQL runs as `postgres`, which
+    # cannot enter pytest's private (0700) directories.
+    root = Path(tempfile.mkdtemp(prefix="tracking-server-"))
+    root.chmod(0o755)
+    return root
+
+
+@pytest.mark.slow
+def test_the_server_s_postgres_wants_the_secret_which_no_command_line_or_log_shows(monkeypatch):
+    import psycopg2
+
+    from pipeline.server import free_port
+
+    require_postgres()
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    monkeypatch.setenv("PGPASSFILE", "/nonexistent")  # no password from ~/.pgpass either
+    root, port = server_root(), free_port()
+    server = start_server_command(root / "store", port)
+    try:
+        tracking.check_server(f"http://127.0.0.1:{port}")  # its API reads the store
+        secret_file = root / "store" / "postgres" / "password"
+        assert secret_file.stat().st_mode & 0o777 == 0o600
+        secret = secret_file.read_text().strip()
+        assert len(secret) >= 32
+        pid_file = root / "store" / "postgres" / "data" / "postmaster.pid"
+        pg_port = int(pid_file.read_text().splitlines()[3])
+        login = {"host": "127.0.0.1", "port": pg_port, "user": "mlflow", "dbname": "postgres"}
+        for wrong in ({}, {"password": "wrong"}, {"user": "postgres"}):
+            with pytest.raises(psycopg2.OperationalError, match="password"):
+                psycopg2.connect(**{**login, **wrong})
+        psycopg2.connect(**login, password=secret).close()
+        sockets = [Path(d) / f".s.PGSQL.{pg_port}" for d in ("/tmp", "/var/run/postgresql")]
+        assert [s for s in sockets if s.exists()] == []  # no unix socket at all
+        assert list((root / "store").rglob(".s.PGSQL.*")) == []
+        shown = []
+        for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+            with contextlib.suppress(OSError):
+                if secret.encode() in cmdline.read_bytes():
+                    shown.append(cmdline)
+        assert shown == []
+        for log in ("mlflow-server.log", "postgres/postgres.log"):
+            assert secret not in (root / "store" / log).read_text()
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=60) == 0
+    finally:
+        server.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.slow
+def test_a_second_server_on_the_folder_names_the_log_and_a_killed_one_leaves_nothing_serving():
+    from pipeline.server import free_port
+
+    require_postgres()
+    root, port = server_root(), free_port()
+    server = start_server_command(root / "store", port)
+    uri = f"http://127.0.0.1:{port}"
+    try:
+        second = run_module("pipeline.server", str(root / "store"), "--port", str(free_port()))
+        assert second.returncode == 1
+        log = root / "store" / "postgres" / "postgres.log"
+        [error] = second.stderr.strip().splitlines()
+        assert error.startswith('error: PostgreSQL exited: lock file "postmaster.pid" already')
+        assert error.endswith(f"(log: {log})")
+        tracking.check_server(uri)  # the first one still serves
+        server.kill()  # SIGKILL: nothing of it can stop its children
+        server.wait()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            left = subprocess.run(
+                ["pgrep", "-f", "--", f"{root}|--port {port} --workers"],
+                capture_output=True,
+                text=True,
+            ).stdout
+            if not left:
+                break
+            time.sleep(0.5)
+        assert left == ""  # PostgreSQL, mlflow server and uvicorn stopped
+        with pytest.raises(PipelineError, match=f"cannot reach MLflow tracking server {uri}"):
+            tracking.check_server(uri)
+    finally:
+        server.kill()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_job_whose_sweep_is_gone_ends_without_publishing(monkeypatch, capsys):
+    import socket
+
+    from pipeline import sweep
+
+    exits = []
+
+    def exit_(code):
+        exits.append(code)
+        raise SystemExit(code)
+
+    monkeypatch.setattr(sweep.os, "_exit", exit_)
+    record = {"job": 3, "overrides": ["train.lr=0.3"]}
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    alive = subprocess.Popen(["sleep", "30"])  # stands in for a live sweep, not our parent
+    try:
+        host, started = socket.gethostname(), sweep.process_start(alive.pid)
+        for pid, start in ((gone.pid, "1"), (alive.pid, "1")):  # gone; its pid reused
+            monkeypatch.setenv(sweep.SWEEP_ENV, f"{host} {pid} {start}")
+            with pytest.raises(SystemExit):
+                sweep.follow_sweep(record)
+        assert exits == [1, 1]
+        assert capsys.readouterr().err.splitlines()[-1] == (
+            f"error: job 3 (train.lr=0.3): the sweep that started it (pid {alive.pid}) is "
+            "gone; not publishing"
+        )
+        for identity in (  # alive; the basic launcher's in-process job; another machine
+            f"{host} {alive.pid} {started}",
+            f"{host} {os.getpid()} 1",
+            f"another-host {gone.pid} 1",
+        ):
+            monkeypatch.setenv(sweep.SWEEP_ENV, identity)
+            sweep.follow_sweep(record)
+        assert exits == [1, 1]
+    finally:
+        alive.kill()
+        alive.wait()

@@ -415,3 +415,120 @@ def test_a_store_whose_creation_is_interrupted_is_created_again(default_cfg, tmp
     assert [p.name for p in tmp_path.iterdir()] == ["mlflow.db.lock"]
     run_id, logged = tracking.log_state(committed_state(default_cfg, uri))
     assert logged and tracking.logged_run(uri, "test", committed_state(default_cfg, uri).digest)
+
+
+def _artifact_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def test_artifacts_go_beside_the_store_and_a_copied_store_is_refused(
+    default_cfg, store_template, tmp_path, monkeypatch
+):
+    """Issue 22: a copied project (or a clone sharing a store) wrote its artifacts into
+    the first project's mlartifacts/, recorded in the store as an absolute path."""
+    import shutil
+
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path / "project"))
+    (tmp_path / "a").mkdir()
+    shutil.copyfile(store_template, tmp_path / "a" / "mlflow.db")
+    first = f"sqlite:///{tmp_path / 'a' / 'mlflow.db'}"
+    tracking.log_state(committed_state(default_cfg, first))
+    logged = _artifact_files(tmp_path / "a" / "mlartifacts")
+    assert [p.name for p in logged] == ["metrics.json"]  # beside the store, not the project
+    assert not (tmp_path / "project" / "mlartifacts").exists()
+
+    shutil.copytree(tmp_path / "a", tmp_path / "b")
+    copied = f"sqlite:///{tmp_path / 'b' / 'mlflow.db'}"
+    changed = committed_state(default_cfg, copied)
+    changed.cfg = replace(changed.cfg, eval=replace(changed.cfg.eval, high_weight=0.6))
+    with pytest.raises(TrackingError) as err:
+        tracking.log_state(changed)
+    message = str(err.value)
+    assert "\n" not in message and copied in message
+    assert f"records artifacts in {tmp_path / 'a' / 'mlartifacts'}, not beside it" in message
+    assert str(tmp_path / "b" / "mlartifacts") in message and "delete" in message
+    assert _artifact_files(tmp_path / "a" / "mlartifacts") == logged
+    assert len(tracking.search_parent_runs(copied, "test")[0]) == 1  # nothing logged
+
+
+def test_artifact_location_is_beside_a_sqlite_store(monkeypatch, tmp_path):
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path / "project"))
+    store = f"sqlite:///{tmp_path / 'elsewhere' / 'mlflow.db'}"
+    assert tracking.artifact_location(store) == (tmp_path / "elsewhere" / "mlartifacts").as_uri()
+    default = tracking.store_uri(TrackingConfig())
+    assert tracking.artifact_location(default) == (tmp_path / "project" / "mlartifacts").as_uri()
+
+
+def _readonly_error_text(tmp_path: Path) -> str:
+    """What SQLite says when a write meets a read-only database (root ignores file
+    modes, so the database is opened read-only instead)."""
+    import sqlite3
+
+    path = tmp_path / "ro.db"
+    with sqlite3.connect(path) as db:
+        db.execute("CREATE TABLE t (x)")
+    db = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True)
+    try:
+        db.execute("INSERT INTO t VALUES (1)")
+    except sqlite3.OperationalError as err:
+        return str(err)
+    finally:
+        db.close()
+    raise AssertionError("a read-only database accepted a write")
+
+
+def test_a_read_only_database_error_says_so(store, tmp_path):
+    from sqlalchemy.exc import OperationalError
+
+    reason = _readonly_error_text(tmp_path)
+    assert reason == "attempt to write a readonly database"
+    err = OperationalError("INSERT INTO runs ...", {}, Exception(reason))
+    err.add_detail("raised as a result of Query-invoked autoflush; consider using a session")
+    database = store.removeprefix("sqlite:///")
+    assert tracking.store_error(store, err) == (
+        f"cannot write MLflow store {store}: the database file {database} is read-only"
+    )
+    other = OperationalError("INSERT", {}, Exception("database is locked"))
+    other.add_detail("raised as a result of Query-invoked autoflush; consider using a session")
+    assert tracking.store_error(store, other) == (
+        f"cannot write MLflow store {store}: (builtins.Exception) database is locked"
+    )
+
+
+def _chattr(path: Path, flag: str) -> bool:
+    import shutil
+    import subprocess
+
+    if shutil.which("chattr") is None:
+        return False
+    return subprocess.run(["chattr", flag, str(path)], capture_output=True).returncode == 0
+
+
+@pytest.mark.parametrize("opened", [True, False], ids=["opened-before", "fresh"])
+def test_an_immutable_store_is_named_read_only_in_one_line(default_cfg, store, opened):
+    """Issue 22: after `chattr +i mlflow.db` the error blamed SQLAlchemy's autoflush and
+    MLflow logged a long traceback before it."""
+    import logging
+
+    database = Path(store.removeprefix("sqlite:///"))
+    if opened:  # the process already holds a connection to the store
+        tracking.log_state(committed_state(default_cfg, store))
+    if not _chattr(database, "+i"):
+        pytest.skip("chattr +i is not available here")
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger = logging.getLogger("mlflow.store.db.utils")
+    logger.addHandler(handler)
+    try:
+        changed = committed_state(default_cfg, store)
+        changed.cfg = replace(changed.cfg, eval=replace(changed.cfg.eval, high_weight=0.6))
+        with pytest.raises(TrackingError) as err:
+            tracking.log_state(changed)
+    finally:
+        logger.removeHandler(handler)
+        _chattr(database, "-i")
+    assert str(err.value) == (
+        f"cannot write MLflow store {store}: the database file {database} is read-only"
+    )
+    assert [r for r in records if r.levelno >= logging.WARNING] == []  # no traceback
