@@ -19,3 +19,7 @@ class TrackingError(PipelineError, RuntimeError):
 
 class OrphanedError(PipelineError, RuntimeError):
     """The process that started a stage (DVC) is gone: the stage publishes nothing."""
+
+
+class DiskFullError(PipelineError, OSError):
+    """An output did not fit on its disk; the message names the disk and the size."""

@@ -1,25 +1,30 @@
 """Atomic output files: write a temporary sibling, then rename over the target.
 
 An interrupted or failing stage therefore leaves either the old file or the
-new one, never half of one. A stage whose launcher (DVC) is gone publishes
-nothing: an orphan of a killed `dvc repro` must not overwrite what a later
-run made (`watch_launcher`).
+new one, never half of one; inside `all_or_none` a stage's files are renamed
+only once every one of them is written, so a full disk leaves all the old ones.
+A stage whose launcher (DVC) is gone publishes nothing: an orphan of a killed
+`dvc repro` must not overwrite what a later run made (`watch_launcher`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import io
 import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.errors import OrphanedError
+from pipeline.config import byte_size
+from pipeline.errors import DiskFullError, OrphanedError
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
     import pandas as pd
@@ -28,6 +33,8 @@ if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs no
 SHELLS = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "fish", "busybox"})
 PR_SET_PDEATHSIG = 1
 _launcher: tuple[int, ...] | None = None  # (parent pid[, the parent shell's parent pid])
+# Inside all_or_none: (temporary file, or None to delete; target), published at its end.
+_staged: list[tuple[str | None, Path]] | None = None
 
 
 def _process(pid: int) -> tuple[str, int] | None:
@@ -67,13 +74,56 @@ def launcher_alive() -> bool:
     return shell is not None and shell[1] == _launcher[1]
 
 
-def _publish(tmp: str, path: Path) -> None:
+def _require_launcher(path: Path) -> None:
     if not launcher_alive():
         raise OrphanedError(
             f"the process that started this stage (pid {_launcher[-1]}) is gone: "
             f"not replacing {path}"
         )
-    os.replace(tmp, path)
+
+
+def _publish(tmp: str | None, path: Path) -> None:
+    _require_launcher(path)
+    if tmp is None:
+        path.unlink(missing_ok=True)
+    else:
+        os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def all_or_none() -> Iterator[None]:
+    """A stage's writes inside go to temporary files; the targets are replaced (and
+    removals done) only after the last write succeeded, else none is."""
+    global _staged
+    _staged = staged = []
+    try:
+        yield
+        if staged:
+            _require_launcher(staged[0][1])  # before the first rename, not midway
+        for tmp, path in staged:
+            _publish(tmp, path)
+        staged.clear()
+    finally:
+        _staged = None
+        for tmp, _ in staged:
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+
+
+def remove(path: Path) -> None:
+    """Delete an output (at the end of `all_or_none`, when inside it)."""
+    if _staged is not None:
+        _staged.append((None, Path(path)))
+    else:
+        Path(path).unlink(missing_ok=True)
+
+
+def disk_full(path: Path, size: int) -> DiskFullError:
+    free = shutil.disk_usage(path.parent).free
+    return DiskFullError(
+        f"no space left on the disk of {path.parent.resolve()} for {path} (needs "
+        f"{byte_size(size)}, {byte_size(free)} free): free some space, then rerun"
+    )
 
 
 def write_bytes(path: Path, payload: bytes) -> None:
@@ -84,7 +134,15 @@ def write_bytes(path: Path, payload: bytes) -> None:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; outputs are ordinary files
+        if _staged is not None:
+            _staged.append((tmp, path))
+            return
         _publish(tmp, path)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        if err.errno == errno.ENOSPC:
+            raise disk_full(path, len(payload)) from None
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

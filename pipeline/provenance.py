@@ -25,7 +25,7 @@ import yaml
 
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, to_container
 from pipeline.errors import ConfigError
-from pipeline.files import read_json, require, write_json
+from pipeline.files import all_or_none, read_json, require, write_json
 
 PIPELINE_FILE = "dvc.yaml"
 
@@ -116,10 +116,12 @@ def check_params_unchanged(cfg: Config, stage: str, now: Config | None = None) -
 
 @contextmanager
 def publishing(cfg: Config, stage: str) -> Iterator[None]:
-    """Around a stage's writes: params.yaml is checked before the first output is
-    published, and the record is written after the last (checked again)."""
+    """Around a stage's writes: params.yaml is checked before and after them; the
+    outputs are published all together or not at all, then the record."""
     check_params_unchanged(cfg, stage)
-    yield
+    with all_or_none():
+        yield
+        check_params_unchanged(cfg, stage)
     write_record(cfg, stage)
 
 

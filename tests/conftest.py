@@ -152,6 +152,19 @@ def assert_golden(document: dict) -> None:
     assert document["parameters"] == 19
 
 
+# The longest test files first: pytest-xdist hands out whole files (--dist loadfile)
+# in collection order, so these start at once, on different workers.
+LONGEST_FIRST = ["test_pipeline_dvc.py", "test_sweep.py", "test_ui.py", "test_committed_outputs.py"]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each file keeps its own order
+
+
 @pytest.fixture(scope="session")
 def store_template(tmp_path_factory) -> Path:
     """An empty MLflow SQLite store, made once: MLflow's schema migrations take

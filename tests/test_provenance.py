@@ -109,3 +109,47 @@ def test_unchanged_inputs_pass_and_rerunning_gives_the_same_records(workdir, bui
     evaluate.main()
     report.main()
     assert outputs(workdir) == outputs(built)
+
+
+def test_a_full_disk_leaves_every_old_output_and_says_so_in_one_line(
+    workdir, monkeypatch, run_entry
+):
+    """Issue 22: after a changed faithfulness.order_seed on a nearly full disk,
+    faithfulness.json was new while faithfulness.parquet and the record were old,
+    and the error was a 15-line traceback."""
+    import errno
+
+    from pipeline import files
+
+    set_param(workdir, "order_seed: 0", "order_seed: 5")
+    before = outputs(workdir)
+    real_fdopen = files.os.fdopen
+    written = []
+
+    class FullDisk:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.handle.close()
+
+        def write(self, payload):
+            written.append(len(payload))
+            if len(written) == 2:  # the stage's second output does not fit
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return self.handle.write(payload)
+
+    monkeypatch.setattr(files.os, "fdopen", lambda fd, mode: FullDisk(real_fdopen(fd, mode)))
+    code, stderr = run_entry(faithfulness.main)
+    assert code == 1
+    assert stderr.startswith(
+        f"error: no space left on the disk of {(workdir / 'reports/study').resolve()} for "
+        "reports/study/faithfulness.parquet (needs "
+    )
+    assert stderr.count("\n") == 1
+    changed = {k for k, v in outputs(workdir).items() if before.get(k) != v}
+    assert changed == set()
+    assert not list(workdir.rglob("*.tmp"))

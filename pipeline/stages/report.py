@@ -14,6 +14,7 @@ from pipeline.files import (
     read_csv,
     read_json,
     read_parquet,
+    remove,
     write_bytes,
     write_csv,
     write_text,
@@ -65,7 +66,7 @@ def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
         write_bytes(directory / name, png)
     for stale in sorted(directory.glob("attention_seed_*.png")):
         if stale.name not in pngs:
-            stale.unlink()
+            remove(stale)
 
 
 def main() -> None:

@@ -93,8 +93,9 @@ def main() -> None:
         return
     metrics, study = read_json(cfg.paths.metrics), read_json(cfg.paths.study_summary)
     uri = log_once(cfg, metrics, study)
+    shown = uri.replace(f"sqlite:///{Path.cwd()}/", "sqlite:///")  # the project's own store
     ui = (
-        f"mlflow ui --backend-store-uri {uri} --host 127.0.0.1, then experiment "
+        f"mlflow ui --backend-store-uri {shown} --host 127.0.0.1, then experiment "
         f"{cfg.tracking.experiment!r}, view {tracking.GAP_VIEW!r}"
     )
     print(summary.answer(cfg, metrics, study, ui))
