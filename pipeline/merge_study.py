@@ -16,6 +16,7 @@ from pathlib import Path
 from pipeline import study
 from pipeline.errors import PipelineError
 from pipeline.files import write_json
+from pipeline.summary import study_line
 
 
 def merge(sweep_dir: Path) -> dict:
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> None:
         write_json(args.out, summary)
     except OSError as err:
         sys.exit(f"error: cannot write {args.out}: {os_reason(err, args.out)}")
-    print(f"{study.summary_line(summary)}; wrote {args.out}")
+    print(f"{study_line(summary)}; wrote {args.out}")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from pipeline.config import (
 )
 from pipeline.errors import ConfigError, DivergenceError, PipelineError
 from pipeline.files import write_bytes, write_json
+from pipeline.summary import study_line
 from pipeline.tracking import NUMBER_GROUPS, flatten
 from pipeline.train import device_and_dtype, finite_runs, train
 
@@ -314,16 +315,6 @@ def merge_shards(paths: list[Path]) -> tuple[Config, SeedRuns, dict[int, float]]
     return validate(config), runs, outside
 
 
-def summary_line(summary: dict) -> str:
-    """What the app and merge_study print of a summary.json."""
-    gap = summary["pair_gap"]
-    return (
-        f"{summary['seeds']} seeds: held-out accuracy mean "
-        f"{summary['heldout_accuracy']['mean']:.4f}; pairs at least {gap['observed']:.4f} "
-        f"apart: {gap['p_at_least_observed']:.4f}"
-    )
-
-
 def study_job(cfg: Config) -> dict:
     """One job of the Hydra app: a study (summary.json, logged) or one shard (shard.pt)."""
     if cfg.tracking.enabled and cfg.study.shard is None:
@@ -339,7 +330,7 @@ def study_job(cfg: Config) -> dict:
     out = sweep.output_dir() / "summary.json"
     write_json(out, summary)
     gap = summary["pair_gap"]
-    print(f"{summary_line(summary)}; wrote {out}")
+    print(f"{study_line(summary)}; wrote {out}")
     result = {
         "seed_gap": gap["observed"],
         "heldout_mean": summary["heldout_accuracy"]["mean"],

@@ -35,12 +35,12 @@ def study_line(summary: dict) -> str:
 
 def golden_line(cfg: Config, metrics: dict) -> str:
     if not is_lesson_config(cfg):
-        return "golden check: not the lesson's settings, so SPEC's numbers do not apply"
+        return "golden check: not the lesson's settings, so its golden numbers do not apply"
     mismatches = golden_mismatches(metrics)
     if mismatches:
         count = "1 number differs" if len(mismatches) == 1 else f"{len(mismatches)} numbers differ"
-        return f"golden check: {count} from SPEC section 5: {'; '.join(mismatches)}"
-    return "golden check: every number of SPEC section 5 matches at 4 decimals"
+        return f"golden check: {count} from the lesson's: {'; '.join(mismatches)}"
+    return "golden check: every golden number of the lesson (docs/lesson.md) matches at 4 decimals"
 
 
 def lesson_lines(cfg: Config, metrics: dict) -> list[str]:

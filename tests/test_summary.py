@@ -43,7 +43,7 @@ def test_the_golden_check_names_what_differs_and_when_it_applies():
     changed = copy.deepcopy(metrics)
     changed["runs"]["1"]["high_weight"] = 82
     assert summary.golden_line(Config(), changed) == (
-        "golden check: 1 number differs from SPEC section 5: run 1 high_weight (82 vs 81)"
+        "golden check: 1 number differs from the lesson's: run 1 high_weight (82 vs 81)"
     )
     other = replace(Config(), train=TrainConfig(lr=0.3))
     assert "not the lesson's settings" in summary.golden_line(other, metrics)

@@ -354,7 +354,7 @@ def test_merge_into_an_existing_folder_is_one_line_naming_it(tmp_path, monkeypat
 
 def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(merge_study, "merge", lambda sweep_dir: {"seeds": 1})
-    monkeypatch.setattr(study, "summary_line", lambda summary: "1 seed")
+    monkeypatch.setattr(merge_study, "study_line", lambda summary: "1 seed")
     out = tmp_path / "file" / "summary.json"
     (tmp_path / "file").write_text("a file, not a folder")
     with pytest.raises(SystemExit) as exit_:

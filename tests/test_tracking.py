@@ -50,6 +50,7 @@ def test_one_parent_and_a_child_per_seed_with_every_number(default_cfg, store):
     heldout = [run["heldout_accuracy"] for run in metrics["runs"].values()]
     assert parent["metrics.gap/heldout_min"] == min(heldout)
     assert parent["metrics.gap/heldout_max"] == max(heldout)
+    assert parent["metrics.gap/seed_gap_sequences"] == 19  # 0.1056 of 180 held-out sequences
     assert parent["metrics.data/baseline"] == metrics["data"]["baseline"]
     assert parent["metrics.model/parameters"] == metrics["parameters"] == 19
     assert parent["params.train.lr"] == "0.6" and parent["params.train.seeds"] == "[1, 2]"

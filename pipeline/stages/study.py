@@ -6,6 +6,7 @@ from pipeline import provenance, study
 from pipeline.config import load_params
 from pipeline.files import read_parquet, write_json, write_parquet
 from pipeline.stages import entry
+from pipeline.summary import study_line
 
 
 def main() -> None:
@@ -15,12 +16,7 @@ def main() -> None:
     with provenance.publishing(cfg, "study"):
         write_parquet(cfg.paths.study_seeds, table)
         write_json(cfg.paths.study_summary, summary)
-    gap = summary["pair_gap"]
-    print(
-        f"{summary['seeds']} seeds: held-out accuracy mean "
-        f"{summary['heldout_accuracy']['mean']:.4f}, pairs at least {gap['observed']:.4f} "
-        f"apart {gap['p_at_least_observed']:.4f}"
-    )
+    print(study_line(summary))
 
 
 if __name__ == "__main__":
