@@ -50,12 +50,18 @@ def test_conf_composes_to_the_schemas_defaults(default_cfg):
     assert default_cfg == Config()
 
 
+def refusal(overrides: list[str]) -> str:
+    """The one-line ConfigError that validating conf/ with `overrides` raises."""
+    with pytest.raises(ConfigError) as err:
+        validate(compose(overrides))
+    text = str(err.value)
+    assert "\n" not in text, text
+    return text
+
+
 @pytest.mark.parametrize(("override", "key"), INVALID)
 def test_invalid_values_name_the_key(override, key):
-    with pytest.raises(ConfigError) as err:
-        validate(compose([override]))
-    message = str(err.value)
-    assert key in message and "\n" not in message
+    assert key in refusal([override])
 
 
 def test_unknown_key_is_rejected():
@@ -161,10 +167,8 @@ REJECTED = [
 
 @pytest.mark.parametrize(("overrides", "message"), REJECTED)
 def test_non_finite_absurd_and_outside_values_are_rejected(overrides, message):
-    with pytest.raises(ConfigError) as err:
-        validate(compose(overrides.split()))
-    text = str(err.value)
-    assert text.startswith("invalid config value ") and message in text and "\n" not in text
+    text = refusal(overrides.split())
+    assert text.startswith("invalid config value ") and message in text
 
 
 def test_paths_inside_the_project_pass():
@@ -258,10 +262,8 @@ BAD_MODEL = [
 
 @pytest.mark.parametrize(("overrides", "message"), BAD_MODEL)
 def test_bad_model_values_name_the_key_in_one_line(overrides, message):
-    with pytest.raises(ConfigError) as err:
-        validate(compose(overrides.split()))
-    text = str(err.value)
-    assert text.startswith("invalid config value ") and message in text and "\n" not in text
+    text = refusal(overrides.split())
+    assert text.startswith("invalid config value ") and message in text
 
 
 @pytest.mark.parametrize("kind", ["sink", "multihead", "posenc", "window"])
@@ -397,9 +399,7 @@ BAD_SEEDS = [
 
 @pytest.mark.parametrize(("override", "message"), BAD_SEEDS)
 def test_seeds_out_of_range_are_refused_up_front(override, message):
-    with pytest.raises(ConfigError) as err:
-        validate(compose([override]))
-    text = str(err.value)
+    text = refusal([override])
     assert text.startswith(f"invalid config value {message}"), text
     assert "0..4294967295" in text and "\n" not in text
 
@@ -435,9 +435,7 @@ TOO_BIG = [
 
 @pytest.mark.parametrize(("overrides", "message"), TOO_BIG)
 def test_configs_that_cannot_fit_in_memory_are_refused(overrides, message):
-    with pytest.raises(ConfigError) as err:
-        validate(compose(overrides.split()))
-    text = str(err.value)
+    text = refusal(overrides.split())
     assert text.startswith(f"invalid config value {message}"), text
     assert "needs about " in text and text.endswith("more than the 8 GiB limit")
     assert "\n" not in text
