@@ -325,6 +325,17 @@ def _experiment_id(client, uri: str, name: str) -> str:
     return experiment_id
 
 
+def experiment_id(uri: str, name: str) -> str | None:
+    """The id of experiment `name` in the store at `uri`, None when it has none."""
+    from mlflow.tracking import MlflowClient
+
+    try:
+        found = MlflowClient(tracking_uri=uri).get_experiment_by_name(name)
+    except store_errors() as err:
+        raise TrackingError(f"cannot read MLflow store {uri}: {first_line(err)}") from err
+    return None if found is None else found.experiment_id
+
+
 def _find_state(client, experiment_id: str, digest: str) -> str | None:
     runs = client.search_runs(
         [experiment_id], filter_string=f"tags.{STATE_TAG} = '{digest}'", max_results=1

@@ -12,15 +12,12 @@ downloads no browser of its own.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.server import free_port, wait_serving
 from pipeline.tracking import GAP_VIEW
+from pipeline.ui import mlflow_ui, runs_url
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # Without these, chromium keeps trying to reach Google's hosts on a closed network.
@@ -33,34 +30,6 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-START_TIMEOUT_S = 120
-
-
-@contextmanager
-def mlflow_ui(store: Path, artifacts: Path | None = None) -> Iterator[str]:
-    """`mlflow ui` over a SQLite store on a free loopback port; yields its base URL."""
-    port = free_port()
-    command = [
-        sys.executable, "-m", "mlflow", "ui",
-        "--backend-store-uri", f"sqlite:///{Path(store).resolve()}",
-        "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
-    ]  # fmt: skip
-    if artifacts is not None:
-        command += ["--default-artifact-root", Path(artifacts).resolve().as_uri()]
-    fd, name = tempfile.mkstemp(prefix="mlflow-ui-", suffix=".log")
-    log = Path(name)
-    with os.fdopen(fd, "wb") as sink:
-        server = subprocess.Popen(
-            command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_serving(url, server, log, START_TIMEOUT_S)
-        yield url
-    finally:
-        os.killpg(server.pid, 15)
-        server.wait(timeout=30)
-    log.unlink()  # kept when something failed: the error names it
 
 
 @contextmanager
@@ -123,17 +92,6 @@ def page_state(experiment_id: str, group_by_version: bool) -> str:
     }
     return "".join(
         f"localStorage.setItem({json.dumps(k)}, {json.dumps(v)});" for k, v in items.items()
-    )
-
-
-def runs_url(base: str, experiment_id: str, mode: str = "TABLE", view: str | None = None) -> str:
-    """The experiment's training-runs view: `workflowType=machine_learning` opens
-    it instead of the GenAI overview (MLflow 3 remembers the choice per browser);
-    `view` names a view saved on the experiment (pipeline.tracking.GAP_VIEW)."""
-    shared = f"&viewStateShareKey={view}" if view else ""
-    return (
-        f"{base}/#/experiments/{experiment_id}/runs"
-        f"?workflowType=machine_learning&compareRunsMode={mode}{shared}"
     )
 
 

@@ -52,3 +52,51 @@ def test_the_runs_view_shows_each_version_and_the_gap_chart(two_versions):
             for version in ("lesson-main", "lower-lr", "lower-lr / seed 2"):
                 page.get_by_text(version, exact=True).first.wait_for(timeout=120_000)
             page.get_by_text("train.lr 0.6\u21920.3; gap 0.2167").first.wait_for(timeout=60_000)
+
+
+def test_pipeline_ui_prints_the_gap_view_and_stops_on_ctrl_c(default_cfg, store, tmp_path):
+    """`python -m pipeline.ui`: the link to the saved gap view of the project's store,
+    served on loopback until Ctrl-C, which stops the server it started."""
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    tracking.log_state(committed_state(default_cfg, store))
+    project = Path(store.removeprefix("sqlite:///")).parent
+    ui = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.ui", "--experiment", "test"],
+        env={**os.environ, "DVC_ROOT": str(project)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        first = ui.stdout.readline()
+        assert first.startswith("MLflow UI at http://127.0.0.1:"), first + ui.stderr.read()
+        link = ui.stdout.readline().strip()
+        assert link.endswith(
+            f"/runs?workflowType=machine_learning&compareRunsMode=TABLE"
+            f"&viewStateShareKey={tracking.GAP_VIEW}"
+        )
+        base = link.split("/#/")[0]
+        with urllib.request.urlopen(f"{base}/health", timeout=10) as response:
+            assert response.status == 200
+    finally:
+        ui.send_signal(signal.SIGINT)
+        out, _ = ui.communicate(timeout=60)
+    assert ui.returncode == 0 and out.strip().endswith("stopped")
+    with pytest.raises(OSError):
+        urllib.request.urlopen(f"{base}/health", timeout=5)
+
+
+def test_pipeline_ui_without_a_store_says_what_to_run(tmp_path, monkeypatch):
+    from pipeline import ui
+
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    with pytest.raises(SystemExit) as exit_:
+        ui.main([])
+    assert (
+        exit_.value.code
+        == f"error: no MLflow store at {tmp_path / 'mlflow.db'}: run `dvc repro` first"
+    )

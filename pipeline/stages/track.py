@@ -13,7 +13,7 @@ from pathlib import Path
 import yaml
 
 from pipeline import provenance, summary, tracking
-from pipeline.config import PARAMS_FILE, Config, load_params, validate
+from pipeline.config import PARAMS_FILE, Config, TrackingConfig, load_params, validate
 from pipeline.files import read_csv, read_json, read_parquet, require, write_json
 from pipeline.html_report import html_report
 from pipeline.stages import entry
@@ -93,11 +93,11 @@ def main() -> None:
         return
     metrics, study = read_json(cfg.paths.metrics), read_json(cfg.paths.study_summary)
     uri = log_once(cfg, metrics, study)
-    shown = uri.replace(f"sqlite:///{Path.cwd()}/", "sqlite:///")  # the project's own store
-    ui = (
-        f"mlflow ui --backend-store-uri {shown} --host 127.0.0.1, then experiment "
-        f"{cfg.tracking.experiment!r}, view {tracking.GAP_VIEW!r}"
-    )
+    ui = "python -m pipeline.ui"
+    if uri != f"sqlite:///{tracking.store_root() / 'mlflow.db'}":
+        ui = f"mlflow ui --backend-store-uri {uri}, view {tracking.GAP_VIEW!r}"  # another store
+    elif cfg.tracking.experiment != TrackingConfig().experiment:
+        ui += f" --experiment {cfg.tracking.experiment}"
     print(summary.answer(cfg, metrics, study, ui))
 
 
