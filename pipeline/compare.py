@@ -17,7 +17,7 @@ import pandas as pd
 
 from pipeline.errors import PipelineError
 from pipeline.files import write_csv
-from pipeline.history import metric, read_store, store_parser
+from pipeline.history import metric, read_store, store_parser, text_table
 
 # Parent metric -> column. The gap's name before the namespaces is the fallback.
 PARENT_COLUMNS = {
@@ -80,8 +80,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: cannot read {uri}: {err}")
     if table.empty:
         sys.exit(f"error: no runs recorded in {uri}")
-    with pd.option_context("display.width", 250, "display.max_columns", 60):
-        print(table.to_string(index=False, float_format="{:.4f}".format, na_rep="-"))
+    print(text_table(table))
     if args.csv:
         write_csv(args.csv, table)
         print(f"wrote {args.csv}")

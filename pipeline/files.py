@@ -167,10 +167,15 @@ def read_json(path: Path) -> dict:
     return json.loads(require(path).read_text())
 
 
-def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+def parquet_bytes(frame: pd.DataFrame) -> bytes:
+    """The bytes write_parquet writes: the same for the same frame (DVC's md5)."""
     buffer = io.BytesIO()
     frame.to_parquet(buffer, index=False, engine="pyarrow", compression="zstd")
-    write_bytes(path, buffer.getvalue())
+    return buffer.getvalue()
+
+
+def write_parquet(path: Path, frame: pd.DataFrame) -> None:
+    write_bytes(path, parquet_bytes(frame))
 
 
 def write_csv(path: Path, frame: pd.DataFrame) -> None:

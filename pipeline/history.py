@@ -114,7 +114,25 @@ def sweep_table(parents: pd.DataFrame, children: pd.DataFrame, sweep_dir: Path) 
             )
     if not rows:
         return pd.DataFrame()
-    return pd.DataFrame(rows).sort_values("job", kind="stable").reset_index(drop=True)
+    table = pd.DataFrame(rows).sort_values("job", kind="stable").reset_index(drop=True)
+    counts = {"seed_runs", "study_seeds"} & set(table.columns)  # NaN on failed jobs' rows
+    return table.astype({column: "Int64" for column in counts})
+
+
+MISSING = "-"  # one marker for a value a row does not have, in every table printed
+
+
+def text_table(table: pd.DataFrame) -> str:
+    """A table as the commands print it: reals at 4 decimals, integers as integers,
+    missing values as MISSING."""
+
+    def cell(value) -> str:
+        if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+            return MISSING
+        return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+    with pd.option_context("display.width", 250, "display.max_columns", 60):
+        return table.astype(object).map(cell).to_string(index=False)
 
 
 def store_parser(description: str) -> argparse.ArgumentParser:
@@ -154,8 +172,7 @@ def main(argv: list[str] | None = None) -> None:
     if table.empty:
         where = f" for sweep {args.sweep.resolve()}" if args.sweep else ""
         sys.exit(f"error: no runs recorded in {uri}{where}")
-    with pd.option_context("display.width", 200, "display.max_columns", 50):
-        print(table.to_string(index=False, float_format="{:.4f}".format))
+    print(text_table(table))
     if args.plot and not args.sweep:
         from pipeline.figures import gap_history_png
 

@@ -42,6 +42,9 @@ def lesson(cfg: Config) -> dict:
             source="python -m pipeline.run",
         )
         result["run"], _ = tracking.log_state(state)
+        print(f"wrote {out}; logged run {result['run']} in {tracking.store_uri(cfg.tracking)}")
+    else:
+        print(f"wrote {out} (tracking disabled)")
     return result
 
 

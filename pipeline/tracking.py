@@ -628,14 +628,18 @@ def run_tags(state: PipelineState) -> dict[str, str]:
 
 
 def dataset_input(state: PipelineState):
-    """The sequences as an MLflow dataset: DVC's md5 as digest, its path as source."""
+    """The sequences as an MLflow dataset, its path as source. The digest is the md5
+    of the file's bytes, as DVC records it, whoever logs: the DVC pipeline and the
+    Hydra app (which writes no file) name the same data alike."""
     if state.sequences is None:
         return None
     import mlflow.data
     from mlflow.entities import DatasetInput, InputTag
 
+    from pipeline.files import parquet_bytes
+
     path = state.cfg.paths.sequences
-    digest = state.tags.get("dvc.data_md5") or None
+    digest = hashlib.md5(parquet_bytes(state.sequences)).hexdigest()
     with warnings.catch_warnings():
         # Two registered sources claim a local path (the same class), and integer
         # columns draw a hint about missing values: neither applies here.
@@ -667,7 +671,13 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
         "mlflow.note.content": description(state.cfg, values, baseline, label),
     }
     dataset = dataset_input(state)
-    params = number_params(state.cfg)
+    # A run without a study or a battery (python -m pipeline.run) has no such params.
+    skipped = tuple(
+        f"{group}."
+        for group, part in (("study", state.study), ("faithfulness", state.faithfulness))
+        if part is None
+    )
+    params = {k: v for k, v in number_params(state.cfg).items() if not k.startswith(skipped)}
     parent = _log_run(client, experiment_id, name, tags, params, values, dataset=dataset)
     _complete(
         client,

@@ -103,6 +103,10 @@ def test_hydra_app_prints_tables_and_writes_metrics(tmp_path):
         result.stdout
     )
     assert_golden(json.loads((tmp_path / "metrics.json").read_text()))
+    # Issue 21: it says where it wrote (run_app disables tracking).
+    assert (
+        result.stdout.splitlines()[-1] == f"wrote {tmp_path / 'metrics.json'} (tracking disabled)"
+    )
 
 
 @pytest.mark.slow

@@ -146,16 +146,20 @@ def test_an_unchanged_config_says_so(default_cfg, store):
 
 
 def test_sequences_are_the_runs_dataset_with_dvcs_md5(default_cfg, store):
+    """Issue 21: one digest for the same data, from the DVC pipeline and the Hydra app
+    alike: the md5 DVC records for data/sequences.parquet."""
     from mlflow.tracking import MlflowClient
 
-    state = committed_state(default_cfg, store, **{"dvc.data_md5": "0123456789abcdef" * 2})
+    state = committed_state(default_cfg, store)
     state.sequences = generate(default_cfg.data)  # data/ is DVC-cached: not in a clone
     parent_id, _ = tracking.log_state(state)
     _, children = tracking.search_parent_runs(store, "test")
+    lock = (PROJECT_ROOT / "dvc.lock").read_text()
+    dvc_md5 = lock.split("path: data/sequences.parquet")[1].split("md5: ")[1].split()[0]
     client = MlflowClient(store)
     for run_id in [parent_id, *children["run_id"]]:
         (logged,) = client.get_run(run_id).inputs.dataset_inputs
-        assert logged.dataset.digest == "0123456789abcdef" * 2
+        assert logged.dataset.digest == dvc_md5
         assert json.loads(logged.dataset.source) == {"uri": "data/sequences.parquet"}
         assert json.loads(logged.dataset.profile)["num_rows"] == 720
         assert [(t.key, t.value) for t in logged.tags] == [("mlflow.data.context", "training")]
@@ -533,3 +537,31 @@ def test_an_immutable_store_is_named_read_only_in_one_line(default_cfg, store, o
         f"cannot write MLflow store {store}: the database file {database} is read-only"
     )
     assert [r for r in records if r.levelno >= logging.WARNING] == []  # no traceback
+
+
+def test_tables_print_integers_as_integers_and_one_missing_marker():
+    """Issue 21: `history --sweep` printed seed_runs as 2.0000, and missing values
+    printed as NaN, <NA> or - depending on the command."""
+    table = pd.DataFrame(
+        {
+            "job": [0, 1],
+            "seed_runs": pd.array([2, None], dtype="Int64"),
+            "gap": [0.10555555, float("nan")],
+            "status": ["logged", None],
+        }
+    )
+    lines = history.text_table(table).splitlines()
+    assert lines[0].split() == ["job", "seed_runs", "gap", "status"]
+    assert lines[1].split() == ["0", "2", "0.1056", "logged"]
+    assert lines[2].split() == ["1", "-", "-", "-"]
+
+
+def test_a_run_without_a_study_records_no_study_params(default_cfg, store):
+    """Issue 21: `history` showed study.seeds 1000 for a `pipeline.run` with no study."""
+    state = committed_state(default_cfg, store)
+    state.study = state.study_faithfulness = state.faithfulness = None
+    tracking.log_state(state)
+    parents, _ = tracking.search_parent_runs(store, "test")
+    logged = [c for c in parents.columns if c.startswith("params.")]
+    assert "params.train.lr" in logged
+    assert not [c for c in logged if c.startswith(("params.study.", "params.faithfulness."))]
