@@ -50,7 +50,7 @@ UNSHAPING = ("tracking.", "paths.", "hydra.", "hydra/")  # overrides that change
 SOURCE_PATHS = ("pipeline", "conf", "dvc.yaml", "pyproject.toml")
 LOCK_TIMEOUT_S = 120
 BATCH = 1000  # MLflow's limit of metrics per log_batch call
-SERVER_TIMEOUT_S = 10  # a tracking server that does not answer /health by then is unreachable
+SERVER_TIMEOUT_S = 10  # a tracking server whose API does not answer by then is unreachable
 # metrics.json's cross-seed keys -> MLflow names; heldout_min/max come from the runs.
 GAP_METRICS = {
     "seed_gap": "gap/seed_gap",
