@@ -22,7 +22,7 @@ else
     python -m pip install -q -r requirements-torch.txt
 fi
 # The lock without torch's own pins: the machine's CUDA torch stays.
-python -m pip install -q --require-hashes --no-deps -r requirements.lock
+python -m pip install -q --require-hashes --no-deps -r requirements-dev.lock
 python -m pip install -q --no-deps --no-build-isolation -e .
 python -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
 echo "install: $((SECONDS - start)) s"

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
-# Regenerate requirements.lock from pyproject.toml (and all its extras) for
-# Linux x86_64 and CPython 3.11: every package pinned, with sha256 hashes.
+# Regenerate the locks from pyproject.toml for Linux x86_64 and CPython 3.11: every
+# package pinned, with sha256 hashes.
+#
+#   requirements.lock      the main job: the lesson, DVC, MLflow, Hydra, the explainers
+#   requirements-dev.lock  the same pins plus every extra: the test tools, the sweep
+#                          launchers (joblib, Ray, SLURM), the tracking server's
+#                          psycopg2 and the browser driver (what the tests use)
 #
 # torch itself is left out: requirements-torch.txt pins its version without a
 # hash, so that each user installs the build that fits (CUDA from PyPI, or the
@@ -28,4 +33,12 @@ uv pip compile pyproject.toml --all-extras \
     --generate-hashes --no-emit-package torch \
     --constraint "$constraint" $source_opts \
     --custom-compile-command "bash scripts/lock.sh" \
-    --output-file requirements.lock "$@"
+    --output-file requirements-dev.lock "$@"
+# The core with the dev lock's pins: both installs run the same versions.
+# shellcheck disable=SC2086
+uv pip compile pyproject.toml \
+    --python-version 3.11 --python-platform x86_64-manylinux_2_28 \
+    --generate-hashes --no-emit-package torch \
+    --constraint "$constraint" --constraint requirements-dev.lock $source_opts \
+    --custom-compile-command "bash scripts/lock.sh" \
+    --output-file requirements.lock
