@@ -23,7 +23,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.config import byte_size
 from pipeline.errors import DiskFullError, OrphanedError
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
@@ -35,6 +34,15 @@ PR_SET_PDEATHSIG = 1
 _launcher: tuple[int, ...] | None = None  # (parent pid[, the parent shell's parent pid])
 # Inside all_or_none: (temporary file, or None to delete; target), published at its end.
 _staged: list[tuple[str | None, Path]] | None = None
+
+
+def byte_size(count: float) -> str:
+    """1536 -> '1.5 KiB'."""
+    units = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB", "ZiB")
+    power = 0
+    while count >= 1024 and power < len(units) - 1:
+        count, power = count / 1024, power + 1
+    return f"{count:.1f}".removesuffix(".0") + f" {units[power]}"
 
 
 def _process(pid: int) -> tuple[str, int] | None:

@@ -9,18 +9,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from omegaconf import OmegaConf
-
-from pipeline.config import PARAMS_FILE, PROJECT_ROOT, compose, validate
+from pipeline.config import PARAMS_FILE, PROJECT_ROOT
+from pipeline.config.load import composed_yaml
 from pipeline.files import write_text
 from pipeline.stages import entry
-
-
-def composed_yaml(overrides: list[str] | None = None) -> str:
-    cfg = compose(overrides)
-    OmegaConf.resolve(cfg)
-    validate(cfg)
-    return OmegaConf.to_yaml(cfg)
 
 
 def main(path: Path = PROJECT_ROOT / PARAMS_FILE) -> None:

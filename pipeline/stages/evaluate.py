@@ -5,12 +5,15 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, frames, metrics, provenance, variants
+from pipeline import data, provenance
+from pipeline.analysis import metrics
 from pipeline.config import Config, load_params
 from pipeline.files import read_json, read_parquet, write_csv, write_json
-from pipeline.report import text_tables
+from pipeline.models import frames, interface
+from pipeline.models.params import Params
+from pipeline.models.train import device_and_dtype
+from pipeline.reporting.report import text_tables
 from pipeline.stages import entry
-from pipeline.train import device_and_dtype
 
 
 def step_table(
@@ -34,7 +37,7 @@ def step_table(
 
 
 def run(
-    cfg: Config, frame: pd.DataFrame, summary: dict, params: variants.AnyParams
+    cfg: Config, frame: pd.DataFrame, summary: dict, params: Params
 ) -> tuple[dict, pd.DataFrame]:
     seeds = list(cfg.train.seeds)
     device, dtype = device_and_dtype(cfg.train)
@@ -49,7 +52,7 @@ def run(
         params, (train_inputs, train_labels), split("heldout"), cfg.eval
     )
     document = metrics.metrics_document(summary, seeds, numbers)
-    document["parameters"] = variants.parameter_count(cfg.model, cfg.data.steps)
+    document["parameters"] = interface.parameter_count(cfg.model, cfg.data.steps)
     table = step_table(seeds, data.split_frame(frame, "heldout"), weights, effects)
     return document, table
 

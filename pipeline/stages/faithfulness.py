@@ -10,11 +10,13 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, faithfulness, frames, provenance
+from pipeline import data, provenance
+from pipeline.analysis import faithfulness
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_json, write_parquet
+from pipeline.models import frames
+from pipeline.models.train import device_and_dtype
 from pipeline.stages import entry
-from pipeline.train import device_and_dtype
 
 
 def heldout(cfg: Config, frame: pd.DataFrame) -> tuple[torch.Tensor, ...]:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from pipeline import figures, provenance, report, stats
+from pipeline import provenance
+from pipeline.analysis import stats
+from pipeline.analysis.golden import is_lesson_config
 from pipeline.config import Config, load_params
 from pipeline.files import (
     read_csv,
@@ -19,7 +21,7 @@ from pipeline.files import (
     write_csv,
     write_text,
 )
-from pipeline.golden import is_lesson_config
+from pipeline.reporting import figures, report
 from pipeline.stages import entry
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from pipeline import provenance, study
+from pipeline import provenance
+from pipeline.analysis import study
 from pipeline.config import load_params
 from pipeline.files import read_parquet, write_json, write_parquet
+from pipeline.reporting.summary import study_line
 from pipeline.stages import entry
-from pipeline.summary import study_line
 
 
 def main() -> None:

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import yaml
 
-from pipeline import provenance, summary, tracking
+from pipeline import provenance, tracking
 from pipeline.config import PARAMS_FILE, Config, TrackingConfig, load_params, validate
 from pipeline.files import read_csv, read_json, read_parquet, require, write_json
-from pipeline.html_report import html_report
+from pipeline.reporting import summary
+from pipeline.reporting.html_report import html_report
 from pipeline.stages import entry
 
 

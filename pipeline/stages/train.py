@@ -5,17 +5,19 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, frames, provenance, variants
+from pipeline import data, provenance
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_csv, write_parquet
+from pipeline.models import frames, interface
+from pipeline.models.params import Params
+from pipeline.models.train import History, device_and_dtype, resolve_device, train
 from pipeline.stages import entry
-from pipeline.train import History, device_and_dtype, resolve_device, train
 
 
-def run(cfg: Config, frame: pd.DataFrame) -> tuple[variants.AnyParams, History]:
+def run(cfg: Config, frame: pd.DataFrame) -> tuple[Params, History]:
     device, dtype = device_and_dtype(cfg.train)
     inputs, labels, _ = frames.features(data.split_frame(frame, "train"), cfg.data.steps, dtype)
-    params = variants.init_params(
+    params = interface.init_params(
         cfg.data.seed, cfg.train.seeds, cfg.model, cfg.data.steps, dtype, device
     )
     trained, history = train(

@@ -1,7 +1,7 @@
 """Between pandas tables and tensors: model inputs from the sequences table,
 trained parameters to and from their table (one row per seed).
 
-Kept out of model.py, which knows tensors only.
+Kept out of the model kinds, which know tensors only.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.data import reading_columns
-from pipeline.variants import AnyParams, flat_names, from_flat, to_flat
+from pipeline.models.interface import flat_names, from_flat
+from pipeline.models.params import Params, to_flat
 
 
 def features(
@@ -25,11 +26,9 @@ def features(
     return torch.stack([readings, indicator], dim=-1), labels, marked
 
 
-def params_to_frame(
-    params: AnyParams, seeds: list[int], cfg: ModelConfig, steps: int
-) -> pd.DataFrame:
+def params_to_frame(params: Params, seeds: list[int], cfg: ModelConfig, steps: int) -> pd.DataFrame:
     """One row per run: the seed and the named parameters in init order (the
-    variant's layout; `steps` sizes a learned positional encoding)."""
+    kind's layout; `steps` sizes a learned positional encoding)."""
     frame = pd.DataFrame(to_flat(params).cpu().numpy(), columns=flat_names(cfg, steps))
     frame.insert(0, "seed", seeds)
     return frame
@@ -37,6 +36,6 @@ def params_to_frame(
 
 def params_from_frame(
     frame: pd.DataFrame, cfg: ModelConfig, steps: int, dtype: torch.dtype = torch.float64
-) -> tuple[list[int], AnyParams]:
+) -> tuple[list[int], Params]:
     flat = torch.tensor(frame[flat_names(cfg, steps)].to_numpy(), dtype=dtype)
     return frame["seed"].tolist(), from_flat(flat, cfg, steps)

@@ -6,8 +6,8 @@ Plain dicts in, text out: no torch, no pandas (the track stage's no-op path).
 
 from __future__ import annotations
 
+from pipeline.analysis.golden import golden_mismatches, is_lesson_config
 from pipeline.config import Config
-from pipeline.golden import golden_mismatches, is_lesson_config
 
 # (metrics.json key, column, what it measures)
 COLUMNS = [

@@ -15,15 +15,15 @@ The model, per run, with x_{t-o} written X_o:
     alpha = softmax_t(score),  context = sum_t alpha_t r_t,
 
 with A = Wq^T Wk / sqrt(d_k), u_k and u_v the lesson's key and value directions,
-beta = Wv^T u_k and gamma = Wv^T u_v (`variants.training_logits` computes these, and
+beta = Wv^T u_k and gamma = Wv^T u_v (`window.training_logits` computes these, and
 autograd takes that part of the chain). Backward, with g = dL/dcontext:
 dr_t = g alpha_t, dscore_t = dr_t (r_t - context), du_k = sum dscore x,
 du_v = sum dr x, dbeta = sum dscore z, dgamma = sum dr z, dz = beta dscore + gamma dr,
 da_o = dz . X_o, ds_o = a_o (da_o - sum_o' a_o' da_o'), dA = sum ds x X_o^T.
 
 Every loop runs over whole runs in a fixed order, so a run's numbers do not depend
-on how the runs are split over threads or tiles. tests/test_variants.py checks the
-logits and gradients against autograd through `variants.forward`, the definition.
+on how the runs are split over threads or tiles. tests/test_models.py checks the
+logits and gradients against autograd through `window.attend`, the definition.
 numba caches the compiled loops next to this file (`cache=True`): the first use
 after an install compiles them, once, in about 3 s.
 """
@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from pipeline.model import CHANNELS
+from pipeline.models.params import CHANNELS
 
 # Runs per pass of a thread's forward: a tile's (runs, N, T, w) weights, 2.6 MB for
 # 25 runs, stay in cache from the compiled scores through exp to the compiled outputs.

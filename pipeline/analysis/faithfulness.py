@@ -50,20 +50,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from pipeline.explainers import EXPLAINERS, IG_STEPS, explain
-from pipeline.model import probability
-from pipeline.variants import AnyParams, forward
+from pipeline.analysis.explainers import EXPLAINERS, IG_STEPS, explain
+from pipeline.analysis.faithfulness_names import HIGHER_IS_BETTER, METRICS, RANDOM, competitors
+from pipeline.models.interface import forward
+from pipeline.models.params import Params
+from pipeline.models.pooling import probability
 
-METRICS = (
-    "tau_loo",
-    "aopc_comprehensiveness",
-    "aopc_sufficiency",
-    "flips_to_decision",
-    "hit_at_1",
-    "marked_rank",
-    "auprc",
-)
-RANDOM = "random"
 # Ties for tau_b: values closer than this share of the example's largest |score|.
 # loo effects are differences of probabilities, so their rounding noise is
 # absolute, ~1e-16..1e-15: steps with identical inputs (repeated readings) get
@@ -135,7 +127,7 @@ def predicted_probability(logits: torch.Tensor, predicted: torch.Tensor) -> torc
 
 
 def removal_curves(
-    params: AnyParams, inputs: torch.Tensor, order: torch.Tensor
+    params: Params, inputs: torch.Tensor, order: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Logits of the full input (S, N), without the top k steps (T-1, S, N) and with
     only the top k steps (T-1, S, N), for k = 1..T-1 of `order` (S, N, T)."""
@@ -147,7 +139,7 @@ def removal_curves(
 
 
 def aopc_and_flips(
-    params: AnyParams, inputs: torch.Tensor, order: torch.Tensor
+    params: Params, inputs: torch.Tensor, order: torch.Tensor
 ) -> dict[str, torch.Tensor]:
     """Per-example comprehensiveness, sufficiency and flips for one order: (S, N) each."""
     logits, without_top, only_top = removal_curves(params, inputs, order)
@@ -204,7 +196,7 @@ def random_scores(
 
 
 def example_metrics(
-    params: AnyParams,
+    params: Params,
     inputs: torch.Tensor,
     marked: torch.Tensor,
     scores: torch.Tensor,
@@ -225,7 +217,7 @@ def run_means(per_example: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def battery_tensors(
-    params: AnyParams,
+    params: Params,
     inputs: torch.Tensor,
     marked: torch.Tensor,
     seeds: list[int],
@@ -261,7 +253,7 @@ def battery_tensors(
 
 
 def battery(
-    params: AnyParams,
+    params: Params,
     inputs: torch.Tensor,
     labels: torch.Tensor,
     marked: torch.Tensor,
@@ -301,23 +293,6 @@ def battery(
 
 # --- over the seeds of the study ------------------------------------------------------------
 
-# Which way is better, per metric: what "ranks first" means.
-HIGHER_IS_BETTER = {
-    "tau_loo": True,
-    "aopc_comprehensiveness": True,
-    "aopc_sufficiency": False,
-    "flips_to_decision": False,
-    "hit_at_1": True,
-    "marked_rank": False,
-    "auprc": True,
-}
-
-
-def competitors(rows: list[str], metric: str) -> list[str]:
-    """The rows that compete for first place on `metric`: not the random baseline, and
-    for tau_loo not loo itself, the reference (tau 1 by construction)."""
-    return [r for r in rows if r != RANDOM and not (metric == "tau_loo" and r == "loo")]
-
 
 def first_shares(table: dict[str, dict[str, torch.Tensor]]) -> dict:
     """{row: {metric: share of runs on which the row is the best of its competitors}}.
@@ -342,7 +317,7 @@ def study_summary(
     runs: each run's number is already a mean over held-out examples), and the
     share of runs on which the explainer ranks first (`competitors`: the random
     baseline is reported but does not compete, nor loo on tau_loo)."""
-    from pipeline import stats
+    from pipeline.analysis import stats
 
     rows = list(table)
     runs = len(next(iter(table[rows[0]].values())))

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pipeline.analysis.faithfulness_names import HIGHER_IS_BETTER, METRICS
+from pipeline.analysis.golden import GOLDEN, LESSON
 from pipeline.config import Config
-from pipeline.faithfulness import HIGHER_IS_BETTER, METRICS
-from pipeline.golden import GOLDEN, LESSON
-from pipeline.reading import faithfulness_reading, reading, study_reading
+from pipeline.reporting.reading import faithfulness_reading, reading, study_reading
 
 RUN_COLUMNS = {
     "accuracy": {"train_accuracy": "train", "heldout_accuracy": "held-out"},

@@ -3,10 +3,11 @@
 Every function takes all runs at once: weights (S, N, T), effects (S, N, T),
 logits (S, N). "First max wins" on every argmax, as in the lesson.
 
-Every model variant (pipeline.variants) gets every number: the weights are its
+Every model kind (pipeline/models/) gets every number: the weights are its
 pooling weights over the real steps (for multihead the mean over heads), the
-ablation drops a step from its pooling softmax. Variants add their own per-run
-numbers (`variant_values`): the sink mass, and per head the marker mass and argmax hit.
+ablation drops a step from its pooling softmax. A kind adds its own per-run
+numbers (`interface.extra_values`): the sink mass, per head the marker mass and
+argmax hit.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ import math
 import torch
 
 from pipeline.config import EvalConfig
-from pipeline.model import probability
-from pipeline.variants import AnyParams, VariantParams, forward, head_weights, sink_mass
+from pipeline.models import interface
+from pipeline.models.interface import forward
+from pipeline.models.params import Params
+from pipeline.models.pooling import probability
 
 
 def marked_weight(weights: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
@@ -40,10 +43,10 @@ def correct(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return ((logits > 0) == (labels > 0.5)).to(logits.dtype)
 
 
-def ablation_effects(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+def ablation_effects(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """|P(y=1 | step t dropped) - P(y=1)| for every run, example and step: (S, N, T).
 
-    Dropping goes through `variants.forward`'s step mask: one batched pass with a
+    Dropping goes through `interface.forward`'s step mask: one batched pass with a
     leading dim of T masks, each removing one step from the softmax.
     """
     steps = inputs.shape[1]
@@ -89,28 +92,8 @@ EXAMPLE_MEANS = (
 EXAMPLE_COUNTS = ("high_weight", "high_weight_low_effect")
 
 
-def variant_values(
-    params: AnyParams, inputs: torch.Tensor, marked: torch.Tensor
-) -> dict[str, torch.Tensor]:
-    """Per-example numbers (S, N) of a variant beyond the lesson's: `sink_mass` (the
-    weight on the sink) for sink; `head_<h>_marker_mass` and `head_<h>_argmax_hit`
-    (h = 1..heads) for multihead. Empty for the lesson, posenc and window."""
-    values = {}
-    sink = sink_mass(params, inputs)
-    if sink is not None:
-        values["sink_mass"] = sink
-    if isinstance(params, VariantParams) and params.cfg.kind == "multihead":
-        heads = head_weights(params, inputs)  # (S, N, H, T)
-        for h in range(heads.shape[-2]):
-            values[f"head_{h + 1}_marker_mass"] = marked_weight(heads[..., h, :], marked)
-            values[f"head_{h + 1}_argmax_hit"] = (heads[..., h, :].argmax(-1) == marked).to(
-                heads.dtype
-            )
-    return values
-
-
 def example_values(
-    params: AnyParams,
+    params: Params,
     train_set: tuple[torch.Tensor, torch.Tensor],
     heldout_set: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     cfg: EvalConfig,
@@ -119,7 +102,7 @@ def example_values(
 
     Returns one (S, N) tensor per name of EXAMPLE_MEANS and EXAMPLE_COUNTS (0/1
     indicators for the counts; N is the training split for train_accuracy, else
-    the held-out split), then the variant's own (`variant_values`, held-out), and
+    the held-out split), then the kind's own (`interface.extra_values`, held-out), and
     the held-out weights and effects (S, N, T). The seed study resamples these
     per-example values in its bootstrap.
     """
@@ -138,7 +121,7 @@ def example_values(
         "top_weight_effect": top_weight_effect(weights, effects),
         "high_weight": high,
         "high_weight_low_effect": high_low,
-        **variant_values(params, inputs, marked),
+        **interface.extra_values(params, inputs, marked),
     }
     return values, weights, effects
 
@@ -158,7 +141,7 @@ def variant_names(values: dict) -> list[str]:
 
 
 def run_metrics(
-    params: AnyParams,
+    params: Params,
     train_set: tuple[torch.Tensor, torch.Tensor],
     heldout_set: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     cfg: EvalConfig,

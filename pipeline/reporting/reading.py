@@ -5,8 +5,8 @@ Each sentence picks its words by a named threshold and always prints the number.
 
 from __future__ import annotations
 
-from pipeline.faithfulness import competitors
-from pipeline.golden import golden_mismatches
+from pipeline.analysis.faithfulness_names import competitors
+from pipeline.analysis.golden import golden_mismatches
 
 # Thresholds of the plain-language reading. Rough on purpose: they pick a word,
 # the sentence always prints the number next to it.

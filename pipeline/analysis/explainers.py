@@ -1,7 +1,7 @@
 """Explainers: one importance score per (run, held-out example, step), shape (S, N, T).
 
 Every explainer takes the seed-batched parameters of S runs of any model variant
-(`pipeline.variants`; the gradient family goes through `variants.forward`) and
+(pipeline/models/; the gradient family goes through `interface.forward`) and
 held-out inputs (N, T, C) and scores each step for each run and example at once. They answer
 different questions about the same prediction:
 
@@ -19,7 +19,7 @@ different questions about the same prediction:
   times the size of the step's readout, a_t |w . V_t| = a_t |value_direction . x_t|
   (the norm-based view of Kobayashi et al. 2020).
 
-The gradient family explains P(y=1) = model.probability(logit) with captum.
+The gradient family explains P(y=1) = pooling.probability(logit) with captum.
 captum sees one batch row holding every run and example, inputs (1, S, N, T, C),
 and a forward that returns sum_{s,n} P(y=1 | x_{s,n}) per row
 (`summed_probability`). Runs and examples do not interact, so the gradient of
@@ -28,7 +28,7 @@ of a separable sum is the sum of the per-example IGs: every attribution is per
 example, and completeness holds per example. (captum differentiates each output
 row separately, unbinding them into Python scalars: one row keeps that overhead
 constant, where one row per example would cost O((S N)^2) in the backward.)
-model.forward broadcasts inputs (..., S, N, T, C) against the runs, so captum's
+The forward broadcasts inputs (..., S, N, T, C) against the runs, so captum's
 own expansion (IG's n_steps path points) is a leading dim. No Python loop over
 examples or runs.
 """
@@ -39,27 +39,30 @@ from collections.abc import Callable
 
 import torch
 
-from pipeline import variants
-from pipeline.metrics import ablation_effects
-from pipeline.model import Params, probability, project, value_direction
-from pipeline.variants import AnyParams, forward
+from pipeline.analysis.metrics import ablation_effects
+from pipeline.config import FaithfulnessConfig
+from pipeline.models import interface
+from pipeline.models.interface import forward
+from pipeline.models.params import Params
+from pipeline.models.pooling import channels, lesson_head, probability, project, value_direction
 
-# Gauss-Legendre nodes of IntegratedGradients (captum's default rule and count).
-# Largest completeness error |sum IG - (P(x) - P(0))| over the 180 held-out
-# examples: 5.6e-9 for the lesson's runs; on 128 study runs 6.1e-9 with 50 nodes,
-# 6.9e-6 with 32, 2.8e-4 with 24. IG is about half of the battery's time.
-IG_STEPS = 50
+# Gauss-Legendre nodes of IntegratedGradients (captum's default rule and count; the
+# config's faithfulness.ig_steps). Largest completeness error |sum IG - (P(x) - P(0))|
+# over the 180 held-out examples: 5.6e-9 for the lesson's runs; on 128 study runs
+# 6.1e-9 with 50 nodes, 6.9e-6 with 32, 2.8e-4 with 24. IG is about half of the
+# battery's time.
+IG_STEPS = FaithfulnessConfig.ig_steps
 
-Explainer = Callable[[AnyParams, torch.Tensor], torch.Tensor]
+Explainer = Callable[[Params, torch.Tensor], torch.Tensor]
 
 
-def seed_expanded(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+def seed_expanded(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """Inputs (N, T, C) repeated for every run as captum's single batch row:
     (1, S, N, T, C), a fresh leaf requiring grad."""
     return inputs.expand(1, params.runs, *inputs.shape).clone().requires_grad_()
 
 
-def summed_probability(params: AnyParams) -> Callable[[torch.Tensor], torch.Tensor]:
+def summed_probability(params: Params) -> Callable[[torch.Tensor], torch.Tensor]:
     """The forward captum differentiates: (K, S, N, T, C) -> (K,), the sum of
     P(y=1) over every run and example of a row (separable: see the module docstring)."""
 
@@ -70,7 +73,7 @@ def summed_probability(params: AnyParams) -> Callable[[torch.Tensor], torch.Tens
     return fn
 
 
-def gated_probability(params: AnyParams, inputs: torch.Tensor) -> Callable[..., torch.Tensor]:
+def gated_probability(params: Params, inputs: torch.Tensor) -> Callable[..., torch.Tensor]:
     """P(y=1) as a function of a step gate: kept (S * N, T), run-major, 1 keeps a step
     in the softmax and 0 drops it -> (S * N,). The form captum's FeatureAblation
     perturbs (a zero baseline on one step's gate is the step ablation)."""
@@ -83,12 +86,12 @@ def gated_probability(params: AnyParams, inputs: torch.Tensor) -> Callable[..., 
     return fn
 
 
-def attention(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+def attention(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """The attention weight a_t of every step: (S, N, T)."""
     return forward(params, inputs)[1]
 
 
-def loo(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+def loo(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """Leave-one-out: |P(y=1 | step t dropped from the softmax) - P(y=1)|: (S, N, T)."""
     return ablation_effects(params, inputs)
 
@@ -101,12 +104,12 @@ def ablation_logit_shift(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     renormalises by 1 / (1 - a_t), so o(without t) - o = a_t / (1 - a_t) (c - v_t).
     """
     logits, weights = forward(params, inputs)
-    readouts = project(inputs, value_direction(params))
-    context = logits - params.bias[:, None]
+    readouts = project(channels(inputs), value_direction(lesson_head(params)))
+    context = logits - params.named["b"][:, None]
     return weights / (1 - weights) * (context[..., None] - readouts)
 
 
-def gradient(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+def gradient(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """Sensitivity: the L2 norm over channels of dP(y=1)/dx_t (captum Saliency): (S, N, T)."""
     from captum.attr import Saliency  # here: captum imports matplotlib, which reports avoid
 
@@ -115,7 +118,7 @@ def gradient(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
     return grads.detach()[0].norm(dim=-1)
 
 
-def grad_x_input(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+def grad_x_input(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """|sum_c x_{t,c} dP(y=1)/dx_{t,c}| (captum InputXGradient): (S, N, T)."""
     from captum.attr import InputXGradient
 
@@ -125,7 +128,7 @@ def grad_x_input(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
 
 
 def integrated_gradient_attributions(
-    params: AnyParams, inputs: torch.Tensor, n_steps: int = IG_STEPS
+    params: Params, inputs: torch.Tensor, n_steps: int = IG_STEPS
 ) -> torch.Tensor:
     """Signed IG attributions of P(y=1) from the all-zero baseline: (S, N, T, C).
 
@@ -141,20 +144,20 @@ def integrated_gradient_attributions(
 
 
 def integrated_gradients(
-    params: AnyParams, inputs: torch.Tensor, n_steps: int = IG_STEPS
+    params: Params, inputs: torch.Tensor, n_steps: int = IG_STEPS
 ) -> torch.Tensor:
     """|sum_c IG_{t,c}|: the step's share of P(x) - P(0), zero baseline: (S, N, T)."""
     attributions = integrated_gradient_attributions(params, inputs, n_steps)
     return attributions.sum(-1).abs()
 
 
-def value_norm(params: AnyParams, inputs: torch.Tensor) -> torch.Tensor:
+def value_norm(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """a_t |w . V_t| = a_t |value_direction . x_t|: the weighted size of the readout: (S, N, T).
 
     For a variant, sum_h a_{h,t} |w_h . V_{h,t}| over its heads, V read from what the
     pooling attends over (x + p for posenc, the window layer's h_t for window).
     """
-    return variants.value_norm(params, inputs)
+    return interface.value_norm(params, inputs)
 
 
 EXPLAINERS: dict[str, Explainer] = {
@@ -168,7 +171,7 @@ EXPLAINERS: dict[str, Explainer] = {
 
 
 def explain(
-    params: AnyParams,
+    params: Params,
     inputs: torch.Tensor,
     names: list[str] | None = None,
     n_steps: int = IG_STEPS,

@@ -1,0 +1,1 @@
+"""The analysis: metrics, the seed study, statistics, explainers, faithfulness, golden numbers."""

@@ -1,0 +1,311 @@
+"""The seed study: the run-to-run gap as a distribution over many init seeds.
+
+Runs 1..study.seeds each start from stream(data.seed + k), exactly as
+train.seeds does, and train on the lesson's data with the model/train
+settings, study.chunk seeds at a time. Every per-seed number of the lesson
+(docs/lesson.md) is kept per seed; the summary says how they spread, how often two
+seeds differ by at least the lesson's gap, and where the lesson's seeds
+(train.seeds) rank. A study may run in shards (`shard_bytes`, `merge_shards`).
+The DVC stage is pipeline/stages/study.py, the Hydra app pipeline/study.py.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import torch
+from tqdm import tqdm
+
+from pipeline import data
+from pipeline.analysis import metrics, stats
+from pipeline.config import (
+    NUMBER_GROUPS,
+    Config,
+    StudyConfig,
+    flatten,
+    shard_of,
+    to_container,
+    validate,
+)
+from pipeline.errors import ConfigError, DivergenceError, PipelineError
+from pipeline.models import frames, interface
+from pipeline.models.params import to_flat
+from pipeline.models.train import device_and_dtype, finite_runs, train
+
+# The per-seed numbers summary.json describes, in its order; all are means over
+# held-out examples except train_accuracy (over training examples).
+SUMMARIZED = (
+    "heldout_accuracy",
+    "train_accuracy",
+    "marker_mass",
+    "argmax_hit",
+    "weight_effect_agreement",
+    "top_weight_effect",
+)
+NAMED_DIVERGED = 20  # seeds listed in a divergence error; the count is always given
+SHARD_FILE = "shard.pt"  # what a study.shard job writes into its Hydra run directory
+
+
+@dataclass(frozen=True)
+class SeedRuns:
+    """Trained runs and their per-example values (metrics.example_values), on the CPU."""
+
+    seeds: list[int]
+    params: torch.Tensor  # (S, P) in init order
+    values: dict[str, torch.Tensor]  # name -> (S, N)
+
+
+def train_seeds(
+    cfg: Config, frame: pd.DataFrame, seeds: list[int], progress: bool = False
+) -> SeedRuns:
+    """Train and evaluate `seeds`, cfg.study.chunk at a time.
+
+    A chunk's runs do not interact, so the chunk size only bounds the memory
+    (numbers agree to float64 rounding). Seeds that diverge are all named.
+    """
+    device, dtype = device_and_dtype(cfg.train)
+
+    def split(name: str) -> tuple[torch.Tensor, ...]:
+        tensors = frames.features(data.split_frame(frame, name), cfg.data.steps, dtype)
+        return tuple(t.to(device) for t in tensors)
+
+    train_inputs, train_labels, _ = split("train")
+    heldout = split("heldout")
+    size = cfg.study.chunk
+    chunks = [seeds[start : start + size] for start in range(0, len(seeds), size)]
+    params, values, diverged = [], [], []
+    for chunk in tqdm(chunks, desc="study", unit="chunk", disable=not progress):
+        initial = interface.init_params(
+            cfg.data.seed, chunk, cfg.model, cfg.data.steps, dtype, device
+        )
+        trained, history = train(
+            initial, train_inputs, train_labels, cfg.train.epochs, cfg.train.lr, check=False
+        )
+        finite = finite_runs(history.loss, trained).tolist()
+        diverged += [seed for seed, ok in zip(chunk, finite, strict=True) if not ok]
+        if diverged:
+            continue  # the study fails; keep training only to name every diverged seed
+        chunk_values, _, _ = metrics.example_values(
+            trained, (train_inputs, train_labels), heldout, cfg.eval
+        )
+        params.append(to_flat(trained).cpu())
+        values.append({name: value.cpu() for name, value in chunk_values.items()})
+    if diverged:
+        named = ", ".join(map(str, diverged[:NAMED_DIVERGED]))
+        more = ", ..." if len(diverged) > NAMED_DIVERGED else ""
+        raise DivergenceError(
+            f"study diverged: seeds {named}{more} ({len(diverged)} of {len(seeds)}) reached "
+            f"NaN or inf (train.lr={cfg.train.lr}); lower train.lr"
+        )
+    return SeedRuns(
+        seeds=list(seeds),
+        params=torch.cat(params),
+        values={name: torch.cat([chunk[name] for chunk in values]) for name in values[0]},
+    )
+
+
+def seeds_table(runs: SeedRuns, cfg: Config) -> pd.DataFrame:
+    """One row per seed: every per-seed number, then the trained parameters."""
+    numbers = metrics.per_run(runs.values)
+    table = pd.DataFrame({"seed": runs.seeds})
+    for name in numbers:  # the lesson's numbers, then the variant's own
+        table[name] = numbers[name].numpy()
+    names = interface.flat_names(cfg.model, cfg.data.steps)
+    parameters = pd.DataFrame(runs.params.numpy(), columns=names)
+    return pd.concat([table, parameters], axis=1)
+
+
+def heldout_accuracy(runs: SeedRuns) -> dict[int, float]:
+    values = metrics.per_run(runs.values)["heldout_accuracy"].tolist()
+    return dict(zip(runs.seeds, values, strict=True))
+
+
+def outside_accuracy(cfg: Config, frame: pd.DataFrame) -> dict[int, float]:
+    """Held-out accuracy of the train.seeds runs outside 1..study.seeds, trained here
+    (train.seeds may name any seed)."""
+    outside = [seed for seed in cfg.train.seeds if not 1 <= seed <= cfg.study.seeds]
+    return heldout_accuracy(train_seeds(cfg, frame, outside)) if outside else {}
+
+
+def lesson_accuracy(cfg: Config, runs: SeedRuns, outside: dict[int, float]) -> dict[int, float]:
+    """Held-out accuracy of each train.seeds run: from the study's runs (1..study.seeds)
+    or from `outside_accuracy`."""
+    accuracy = heldout_accuracy(runs) | outside
+    return {seed: accuracy[seed] for seed in cfg.train.seeds}
+
+
+def study_seeds(study: StudyConfig) -> list[int]:
+    """The seeds a run trains: 1..study.seeds, or its shard's whole chunks."""
+    seeds = list(range(1, study.seeds + 1))
+    shard = shard_of(study)
+    if shard is None:
+        return seeds
+    index, count = shard
+    chunks = -(-study.seeds // study.chunk)
+    first, last = index * chunks // count, (index + 1) * chunks // count
+    return seeds[first * study.chunk : last * study.chunk]
+
+
+def summarized(runs: SeedRuns) -> list[str]:
+    """SUMMARIZED, then the variant's own numbers (sink mass, per-head marker mass and
+    argmax hit), all held-out means."""
+    return [*SUMMARIZED, *metrics.variant_names(runs.values)]
+
+
+def bootstrap_intervals(runs: SeedRuns, cfg: Config) -> dict[str, tuple[float, float]]:
+    """The 95% multi-bootstrap interval of each summarized mean.
+
+    Each resample draws seeds, held-out examples and training examples with
+    replacement (in that order, from torch.Generator(study.bootstrap_seed)); every
+    held-out number of a resample uses the same draws.
+    """
+    resamples = cfg.study.bootstrap
+    generator = torch.Generator().manual_seed(cfg.study.bootstrap_seed)
+    heldout_size = runs.values["heldout_accuracy"].shape[1]
+    train_size = runs.values["train_accuracy"].shape[1]
+    seed_counts = stats.resample_counts(len(runs.seeds), resamples, generator)
+    heldout_counts = stats.resample_counts(heldout_size, resamples, generator)
+    train_counts = stats.resample_counts(train_size, resamples, generator)
+    intervals = {}
+    for name in summarized(runs):
+        examples = train_counts if name == "train_accuracy" else heldout_counts
+        means = stats.multi_bootstrap_means(runs.values[name], seed_counts, examples)
+        intervals[name] = stats.interval(means)
+    return intervals
+
+
+def summarize(runs: SeedRuns, cfg: Config, lesson: dict[int, float]) -> dict:
+    """summary.json: distribution of each per-seed number, pair gap, lesson seeds."""
+    numbers = metrics.per_run(runs.values)
+    intervals = bootstrap_intervals(runs, cfg)
+    document: dict = {"seeds": len(runs.seeds)}
+    for name in summarized(runs):
+        low, high = intervals[name]
+        document[name] = {**stats.describe(numbers[name]), "ci95_low": low, "ci95_high": high}
+    heldout = numbers["heldout_accuracy"]
+    above_half = (numbers["marker_mass"] > 0.5).to(torch.float64).mean()
+    document["share_marker_mass_above_half"] = float(above_half)
+    observed = metrics.across_seeds(list(lesson.values()))["seed_gap"]
+    document["pair_gap"] = stats.pair_gap(heldout, observed)
+    document["lesson_seeds"] = {
+        str(seed): {
+            "heldout_accuracy": accuracy,
+            "percentile": stats.share_strictly_below(heldout, accuracy),
+        }
+        for seed, accuracy in lesson.items()
+    }
+    return document
+
+
+def run(cfg: Config, frame: pd.DataFrame, progress: bool = False) -> tuple[pd.DataFrame, dict]:
+    """The whole study: (one row per seed, summary.json)."""
+    if cfg.study.shard is not None:
+        raise ConfigError(
+            f"invalid config value study.shard={cfg.study.shard!r}: a shard has no summary of "
+            "its own; shard with `python -m pipeline.study -m study.shard=...`, join with "
+            "`python -m pipeline.merge_study`"
+        )
+    runs = train_seeds(cfg, frame, study_seeds(cfg.study), progress)
+    lesson = lesson_accuracy(cfg, runs, outside_accuracy(cfg, frame))
+    return seeds_table(runs, cfg), summarize(runs, cfg, lesson)
+
+
+def show_progress() -> bool:
+    """A progress bar on a terminal; CI logs stay quiet."""
+    return sys.stderr.isatty()
+
+
+def shard_config(cfg: Config) -> dict:
+    """What every shard of one study shares: the number-shaping config but the shard."""
+    config = to_container(cfg)
+    config["study"]["shard"] = None
+    return {group: config[group] for group in NUMBER_GROUPS}
+
+
+def shard_bytes(cfg: Config, runs: SeedRuns, outside: dict[int, float]) -> bytes:
+    """shard.pt: a shard's runs with their per-example values (the bootstrap resamples
+    examples), the lesson seeds trained outside the study, and the config."""
+    buffer = io.BytesIO()
+    document = {
+        "config": json.dumps(shard_config(cfg), sort_keys=True),
+        "shard": cfg.study.shard,
+        "seeds": torch.tensor(runs.seeds),
+        "params": runs.params,
+        "values": runs.values,
+        "outside": {str(seed): accuracy for seed, accuracy in outside.items()},
+    }
+    torch.save(document, buffer)
+    return buffer.getvalue()
+
+
+# What shard_bytes writes, and the type each entry must have.
+SHARD_TYPES = {
+    "config": str,
+    "shard": str,
+    "seeds": torch.Tensor,
+    "params": torch.Tensor,
+    "values": dict,
+    "outside": dict,
+}
+
+
+def load_shard(path: Path) -> tuple[int, int, dict]:
+    """(index, count, document) of a shard.pt, or a one-line error naming the file.
+
+    weights_only=True: a file of unknown origin runs no code when loaded. torch's own
+    error is not relayed, since it advises loading with weights_only=False."""
+    try:
+        document = torch.load(path, weights_only=True)
+        index, count = map(int, document["shard"].split("/"))
+        if not all(isinstance(document[key], kind) for key, kind in SHARD_TYPES.items()):
+            raise TypeError("not the entries shard_bytes writes")
+        json.loads(document["config"])
+    except OSError as err:
+        raise PipelineError(f"cannot read shard {path}: {err.strerror or err}") from None
+    except Exception:  # torch raises several types for a damaged or foreign file
+        raise PipelineError(
+            f"cannot read shard {path}: not a study shard, or a damaged one"
+        ) from None
+    return index, count, document
+
+
+def merge_shards(paths: list[Path]) -> tuple[Config, SeedRuns, dict[int, float]]:
+    """(config, runs in seed order, outside accuracy) of the shards in `paths`: one
+    study's shards 0..n-1, each exactly once, or a one-line error."""
+    if not paths:
+        raise PipelineError(f"no {SHARD_FILE} found")
+    shards = {}
+    for path in paths:
+        index, count, document = load_shard(path)
+        if index in shards:
+            raise PipelineError(
+                f"shard {document['shard']} twice: {shards[index][0]} and {path} "
+                "(two sweeps in one directory?)"
+            )
+        shards[index] = (path, count, document)
+    first_path, first_count, first = shards[min(shards)]
+    config = json.loads(first["config"])
+    ours = flatten(config)
+    for path, count, document in shards.values():
+        theirs = flatten(json.loads(document["config"]))
+        changed = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
+        if changed or count != first_count:
+            what = ", ".join(changed) or f"shard count {count} vs {first_count}"
+            raise PipelineError(f"{path} is not a shard of {first_path}'s study: {what} differ")
+    missing = sorted(set(range(first_count)) - set(shards))
+    if missing:
+        names = ", ".join(f"{i}/{first_count}" for i in missing)
+        raise PipelineError(f"missing shards {names}: the study needs all {first_count}")
+    ordered = [shards[index][2] for index in range(first_count)]
+    runs = SeedRuns(
+        seeds=torch.cat([d["seeds"] for d in ordered]).tolist(),
+        params=torch.cat([d["params"] for d in ordered]),
+        values={name: torch.cat([d["values"][name] for d in ordered]) for name in first["values"]},
+    )
+    outside = {int(seed): accuracy for seed, accuracy in first["outside"].items()}
+    return validate(config), runs, outside

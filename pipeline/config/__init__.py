@@ -1,0 +1,64 @@
+"""Config: the schema (schema.py), its validation (checks.py), the memory bound
+(memory.py) and loading conf/ or params.yaml (load.py). The names every other
+package uses are imported here."""
+
+from pipeline.config.checks import shard_of, validate
+from pipeline.config.load import (
+    check_conf_yaml,
+    compose,
+    flatten,
+    load_params,
+    run_hydra_app,
+    to_container,
+    yaml_error,
+)
+from pipeline.config.schema import (
+    CONF_DIR,
+    DEVICES,
+    DTYPES,
+    MAX_BYTES,
+    MAX_SEED,
+    NUMBER_GROUPS,
+    PARAMS_FILE,
+    POSITIONAL,
+    PROJECT_ROOT,
+    Config,
+    DataConfig,
+    EvalConfig,
+    FaithfulnessConfig,
+    ModelConfig,
+    PathsConfig,
+    StudyConfig,
+    TrackingConfig,
+    TrainConfig,
+)
+
+__all__ = [
+    "CONF_DIR",
+    "DEVICES",
+    "DTYPES",
+    "MAX_BYTES",
+    "MAX_SEED",
+    "NUMBER_GROUPS",
+    "PARAMS_FILE",
+    "POSITIONAL",
+    "PROJECT_ROOT",
+    "Config",
+    "DataConfig",
+    "EvalConfig",
+    "FaithfulnessConfig",
+    "ModelConfig",
+    "PathsConfig",
+    "StudyConfig",
+    "TrackingConfig",
+    "TrainConfig",
+    "check_conf_yaml",
+    "compose",
+    "flatten",
+    "load_params",
+    "run_hydra_app",
+    "shard_of",
+    "to_container",
+    "validate",
+    "yaml_error",
+]

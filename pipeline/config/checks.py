@@ -1,0 +1,243 @@
+"""Validation: merge a composed config into the schema and check every value.
+
+conf/ stays plain YAML so that DVC can compose it without importing this
+package; `validate` applies the schema afterwards, and every entry point (the
+Hydra apps and each DVC stage) goes through it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import fields, is_dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from pipeline.config.schema import (
+    DEVICES,
+    DTYPES,
+    DVC_FILES,
+    MAX_CURVE_ROWS,
+    MAX_EPOCHS,
+    MAX_SEED,
+    OUTPUT_DIRS,
+    OUTPUTS_NAMED,
+    PATH_CHARS,
+    POSITIONAL,
+    SEED_KEYS,
+    TRACKED_STATE,
+    Config,
+    StudyConfig,
+)
+from pipeline.errors import ConfigError
+from pipeline.models import KINDS
+
+
+def _check(ok: bool, key: str, allowed: str, value: Any) -> None:
+    if not ok:
+        raise ConfigError(f"invalid config value {key}={value!r}: {allowed}")
+
+
+def _floats(node: Any, prefix: str = ""):
+    """(key, value) of every float in a config tree, also inside lists."""
+    for item in fields(node):
+        key, value = f"{prefix}{item.name}", getattr(node, item.name)
+        if is_dataclass(value):
+            yield from _floats(value, f"{key}.")
+        else:
+            for number in value if isinstance(value, list) else [value]:
+                if isinstance(number, float):
+                    yield key, number
+
+
+def _check_path(key: str, value: str) -> None:
+    """A pipeline file must stay inside the project: DVC writes, deletes and
+    records it, so an absolute path or a `..` would reach someone else's file.
+    Inside, it must be an output (`OUTPUT_DIRS`), not a project file."""
+    path = PurePosixPath(value)
+    inside = bool(path.parts) and not (
+        path.is_absolute() or value.startswith("~") or ".." in path.parts
+    )
+    _check(
+        inside,
+        key,
+        "must be a relative path inside the project (no absolute path, no '..', not empty)",
+        value,
+    )
+    _check(
+        PATH_CHARS.fullmatch(value) is not None,
+        key,
+        "may use only the characters A-Z a-z 0-9 . _ - /",
+        value,
+    )
+    parts = path.parts
+    output = (
+        len(parts) >= 2
+        and parts[0] in OUTPUT_DIRS
+        and not any(DVC_FILES.fullmatch(part) for part in parts)
+    )
+    allowed = f"must be under {OUTPUTS_NAMED}"
+    if key == "paths.tracked_state":
+        output = output or (len(parts) == 1 and TRACKED_STATE.fullmatch(parts[0]) is not None)
+        allowed += ", or be a .mlflow-state*.json file in the project root"  # its default
+    _check(
+        output,
+        key,
+        f"{allowed} (outputs only, no hidden or DVC file: never a source, config or store file)",
+        value,
+    )
+
+
+SHARD = re.compile(r"(\d+)/(\d+)")
+
+
+def shard_of(study: StudyConfig) -> tuple[int, int] | None:
+    """study.shard as (i, n), None for the whole study. The seeds are cut at chunk
+    boundaries, so a shard trains exactly the chunks an unsharded run would."""
+    if study.shard is None:
+        return None
+    match = SHARD.fullmatch(str(study.shard))
+    chunks = -(-study.seeds // study.chunk)
+    allowed = f"must be i/n with 0 <= i < n <= {chunks} (the study's chunks), or null"
+    _check(match is not None, "study.shard", allowed, study.shard)
+    index, count = int(match[1]), int(match[2])
+    _check(0 <= index < count <= chunks, "study.shard", allowed, study.shard)
+    return index, count
+
+
+def _check_seeds(cfg: Config) -> None:
+    """Every seed in 0..MAX_SEED, and every run's stream(data.seed + k) too: checked
+    here, not by a traceback after the runs they seed have trained."""
+    seed_range = f"must be an integer in 0..{MAX_SEED} (2**32-1)"
+    data_seed = cfg.data.seed
+    _check(0 <= data_seed <= MAX_SEED, "data.seed", seed_range, data_seed)
+    last = MAX_SEED - data_seed  # the largest run k whose stream(data.seed + k) is in range
+    _check(
+        all(0 <= seed <= last for seed in cfg.train.seeds),
+        "train.seeds",
+        f"each seed must be an integer in 0..{last} (= {MAX_SEED} - data.seed): run k draws "
+        f"from stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
+        list(cfg.train.seeds),
+    )
+    _check(
+        cfg.study.seeds <= last,
+        "study.seeds",
+        f"must be at most {last} (= {MAX_SEED} - data.seed): run k draws from "
+        f"stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
+        cfg.study.seeds,
+    )
+    for key, value in (
+        ("study.bootstrap_seed", cfg.study.bootstrap_seed),
+        ("faithfulness.order_seed", cfg.faithfulness.order_seed),
+    ):
+        _check(0 <= value <= MAX_SEED, key, seed_range, value)
+
+
+def _check_values(cfg: Config) -> None:
+    for key, value in _floats(cfg):
+        _check(math.isfinite(value), key, "must be a finite number", value)
+    for item in fields(cfg.paths):
+        _check_path(f"paths.{item.name}", getattr(cfg.paths, item.name))
+    data, model, train, ev = cfg.data, cfg.model, cfg.train, cfg.eval
+    _check(data.steps >= 2, "data.steps", "must be an integer >= 2", data.steps)
+    _check(
+        0 <= data.first_marked_step < data.steps,
+        "data.first_marked_step",
+        f"must be in 0..data.steps-1 = 0..{data.steps - 1}",
+        data.first_marked_step,
+    )
+    _check(data.sequences > 0, "data.sequences", "must be a positive integer", data.sequences)
+    _check(
+        len(data.split) == 3 and all(n > 0 for n in data.split),
+        "data.split",
+        "must be three positive sizes [train, validation, held-out]",
+        list(data.split),
+    )
+    _check(
+        sum(data.split) == data.sequences,
+        "data.split",
+        f"sizes must add up to data.sequences={data.sequences}",
+        list(data.split),
+    )
+    for key in ("d_k", "d_v"):
+        value = getattr(model, key)
+        _check(value > 0, f"model.{key}", "must be a positive integer", value)
+    _check(model.init_scale > 0, "model.init_scale", "must be > 0", model.init_scale)
+    _check(model.kind in KINDS, "model.kind", f"allowed: {', '.join(KINDS)}", model.kind)
+    _check(model.heads >= 1, "model.heads", "must be an integer >= 1", model.heads)
+    _check(
+        model.positional in POSITIONAL,
+        "model.positional",
+        f"allowed: {', '.join(POSITIONAL)}",
+        model.positional,
+    )
+    _check(
+        1 <= model.window <= data.steps,
+        "model.window",
+        f"must be in 1..data.steps = 1..{data.steps}",
+        model.window,
+    )
+    _check(len(train.seeds) > 0, "train.seeds", "must be a non-empty list of integers", [])
+    _check(
+        len(set(train.seeds)) == len(train.seeds),
+        "train.seeds",
+        "must not repeat a seed",
+        list(train.seeds),
+    )
+    _check(train.epochs > 0, "train.epochs", "must be a positive integer", train.epochs)
+    _check(
+        train.epochs <= MAX_EPOCHS,
+        "train.epochs",
+        f"at most {MAX_EPOCHS}: every epoch of every seed is kept (training.csv, MLflow)",
+        train.epochs,
+    )
+    rows = train.epochs * len(train.seeds)
+    _check(
+        rows <= MAX_CURVE_ROWS,
+        "train.epochs",
+        f"epochs x seeds = {rows} curve rows, at most {MAX_CURVE_ROWS}: every epoch of "
+        "every seed is kept (training.csv, MLflow)",
+        train.epochs,
+    )
+    _check(0 < train.lr < math.inf, "train.lr", "must be a finite number > 0", train.lr)
+    _check(train.device in DEVICES, "train.device", f"allowed: {', '.join(DEVICES)}", train.device)
+    _check(train.dtype in DTYPES, "train.dtype", f"allowed: {', '.join(DTYPES)}", train.dtype)
+    _check(0 < ev.high_weight < 1, "eval.high_weight", "must be in (0, 1)", ev.high_weight)
+    _check(0 < ev.low_effect < 1, "eval.low_effect", "must be in (0, 1)", ev.low_effect)
+    study = cfg.study
+    _check(study.seeds >= 2, "study.seeds", "must be an integer >= 2", study.seeds)
+    _check(study.bootstrap >= 1, "study.bootstrap", "must be an integer >= 1", study.bootstrap)
+    _check(study.chunk >= 1, "study.chunk", "must be an integer >= 1", study.chunk)
+    shard_of(study)
+    faith = cfg.faithfulness
+    _check(faith.ig_steps >= 1, "faithfulness.ig_steps", "must be an integer >= 1", faith.ig_steps)
+    _check_seeds(cfg)
+    experiment = cfg.tracking.experiment
+    _check(bool(experiment.strip()), "tracking.experiment", "must be a non-empty name", experiment)
+
+
+def validate(raw: DictConfig | dict, sizes: bool = True) -> Config:
+    """Merge a composed config into the schema and check every value.
+
+    Returns a typed `Config` object; raises `ConfigError` with a one-line
+    message that names the offending key. `sizes`: also refuse a configuration
+    that cannot fit in memory (pipeline/config/memory.py; imports torch).
+    """
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(Config), raw)
+    except OmegaConfBaseException as err:
+        key = getattr(err, "full_key", None) or "?"
+        reason = str(err).splitlines()[0]
+        if key.split("[")[0] in SEED_KEYS:  # a float, a string: say what a seed may be
+            reason += f"; allowed: an integer in 0..{MAX_SEED} (2**32-1)"
+        raise ConfigError(f"invalid config value {key}: {reason}") from None
+    cfg: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
+    _check_values(cfg)
+    if sizes:  # last: the estimate multiplies sizes checked above
+        from pipeline.config.memory import check_memory
+
+        check_memory(cfg)
+    return cfg

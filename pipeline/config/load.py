@@ -1,0 +1,129 @@
+"""Loading a config: Hydra's compose of conf/, params.yaml, the Hydra apps' start."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+
+from pipeline.config.checks import validate
+from pipeline.config.schema import CONF_DIR, PARAMS_FILE, PROJECT_ROOT, Config
+from pipeline.errors import ConfigError, PipelineError
+
+
+def compose(overrides: list[str] | None = None) -> DictConfig:
+    """Compose conf/ with Hydra's compose API (what `dvc exp run -S` does)."""
+    from hydra import compose as hydra_compose
+    from hydra import initialize_config_dir
+
+    try:
+        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+            return hydra_compose(config_name="config", overrides=overrides or [])
+    except Exception:
+        check_conf_yaml()  # a YAML syntax error: one line with file, line and column
+        raise
+
+
+def composed_yaml(overrides: list[str] | None = None) -> str:
+    """params.yaml's bytes from conf/: Hydra's compose, resolved, OmegaConf.to_yaml
+    (what DVC writes)."""
+    cfg = compose(overrides)
+    OmegaConf.resolve(cfg)
+    validate(cfg, sizes=False)
+    return OmegaConf.to_yaml(cfg)
+
+
+def run_hydra_app(main: Callable[[], None]) -> None:
+    """Start a Hydra app (`main`, decorated with hydra.main): a YAML syntax error in
+    conf/ is one line on stderr and exit code 1, where Hydra prints a long traceback."""
+    try:
+        check_conf_yaml()
+    except PipelineError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(1)
+    main()
+
+
+def check_conf_yaml(conf_dir: Path = CONF_DIR) -> None:
+    """Parse every YAML file of conf/; the first syntax error becomes a one-line
+    ConfigError naming the file, line and column (Hydra would print a traceback)."""
+    for path in sorted(conf_dir.rglob("*.yaml")):
+        try:
+            yaml.safe_load(path.read_text())
+        except yaml.YAMLError as err:
+            raise ConfigError(yaml_error(path, err)) from None
+
+
+def yaml_error(path: Path, err: yaml.YAMLError) -> str:
+    try:
+        name = path.resolve().relative_to(PROJECT_ROOT)
+    except ValueError:
+        name = path
+    mark = getattr(err, "problem_mark", None)
+    where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
+    problem = getattr(err, "problem", None) or " ".join(str(err).split())
+    context, start = getattr(err, "context", None), getattr(err, "context_mark", None)
+    if context and start:
+        problem += f" ({context} from line {start.line + 1} column {start.column + 1})"
+    return f"invalid YAML in {name}{where}: {problem}"
+
+
+def load_params(path: Path | None = None, sizes: bool = True) -> Config:
+    """Read and validate params.yaml (the DVC stages' view of the config); `sizes`
+    as in `validate`."""
+    path = path or Path.cwd() / PARAMS_FILE
+    if not path.exists():
+        raise ConfigError(f"missing {path}: run `python -m pipeline.params` to write it")
+    try:
+        raw = OmegaConf.load(path)
+    except yaml.YAMLError as err:
+        raise ConfigError(yaml_error(path, err)) from None
+    try:
+        return validate(raw, sizes)
+    except ConfigError as err:
+        raise ConfigError(f"{err}{_rejected_value_hint(path)}") from None
+
+
+def _rejected_value_hint(path: Path) -> str:
+    """Where params.yaml holds a value that conf/ does not: say so and how to restore it.
+
+    `dvc exp run -S` writes its values into the workspace's params.yaml before any
+    stage runs, and leaves them there when a stage rejects one.
+    """
+    workspace = Path(os.environ.get("DVC_ROOT") or Path.cwd()).resolve()
+    if path.resolve() != PROJECT_ROOT / PARAMS_FILE or workspace != PROJECT_ROOT:
+        return ""  # a temporary copy of a queued experiment, or a file of a test
+    try:
+        from_conf = composed_yaml()
+    except Exception:  # conf/ itself is invalid: its own error says where
+        return ""
+    if path.read_text() == from_conf:
+        return ""
+    return (
+        " (params.yaml still holds this value, conf/ does not: a failed `dvc exp run -S` "
+        "leaves it there; `python -m pipeline.params` restores params.yaml from conf/)"
+    )
+
+
+def to_container(cfg: Config) -> dict:
+    """The config as plain dicts and lists (what OmegaConf.to_container gives for a
+    structured config, ~100x faster: the track stage's no-op path calls it often)."""
+    return asdict(cfg)
+
+
+def flatten(tree: dict, prefix: str = "") -> dict[str, str]:
+    """A nested config as {"group.key": value as text}, lists as JSON."""
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = json.dumps(value) if isinstance(value, list) else str(value)
+    return flat

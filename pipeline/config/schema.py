@@ -1,0 +1,146 @@
+"""The schema of conf/ and params.yaml: one dataclass per config group, and the
+constants that bound their values. Every default is declared here once;
+tests/test_config.py checks that conf/ composes to exactly these values and that
+params.yaml is what `python -m pipeline.params` writes from conf/.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+CONF_DIR = PROJECT_ROOT / "conf"
+PARAMS_FILE = "params.yaml"  # in the project root, where DVC runs every stage
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("float64", "float32")
+POSITIONAL = ("learned", "sinusoidal")
+# Training keeps every epoch of every seed: a row of reports/training.csv and
+# two MLflow metric points each, all held in memory first. Past these, the
+# curves outgrow what the report, the plots and the store are for.
+MAX_EPOCHS = 100_000
+MAX_CURVE_ROWS = 1_000_000  # train.epochs x len(train.seeds)
+# One range for every seed, which each of its readers accepts: torch.tensor(seeds) and
+# the tables (int64), torch.Generator.manual_seed (study.bootstrap_seed, < 2**64),
+# numpy's default_rng (faithfulness.order_seed with each run's seed, >= 0), and the
+# lesson's 32-bit stream. Run k draws from stream(data.seed + k), so data.seed + k
+# stays in the range too.
+MAX_SEED = 2**32 - 1
+SEED_KEYS = ("data.seed", "train.seeds", "study.bootstrap_seed", "faithfulness.order_seed")
+# The pipeline writes, replaces and deletes its outputs only here (issue 22): never
+# a source, config or store file. DVC reads its own files wherever they are, and
+# keeps a .gitignore in each output folder, so no path part is hidden or a DVC file.
+OUTPUT_DIRS = ("data", "models", "reports")
+OUTPUTS_NAMED = f"{', '.join(d + '/' for d in OUTPUT_DIRS[:-1])} or {OUTPUT_DIRS[-1]}/"
+PATH_CHARS = re.compile(r"[A-Za-z0-9._/-]+")  # also keeps paths inert in report.md's HTML
+DVC_FILES = re.compile(r"\..*|dvc\.yaml|dvc\.lock|.*\.dvc")
+# paths.tracked_state's default, .mlflow-state.json, sits in the project root.
+TRACKED_STATE = re.compile(r"\.mlflow-state[A-Za-z0-9._-]*\.json")
+# What a configuration may need at most (`estimated_bytes`): well above the estimate
+# for the lesson, every variant and a 10000-seed study (< 2 GiB), far below what an
+# unbounded size asks for.
+MAX_BYTES = 8 * 2**30
+
+
+# The config groups that shape a number; paths and tracking settings do not.
+NUMBER_GROUPS = ("data", "model", "train", "eval", "study", "faithfulness")
+
+
+@dataclass
+class DataConfig:
+    seed: int = 20260218
+    sequences: int = 720
+    steps: int = 12
+    split: list[int] = field(default_factory=lambda: [360, 180, 180])
+    threshold: float = 0.35
+    first_marked_step: int = 2
+
+
+@dataclass
+class ModelConfig:
+    """The classifier. `kind` picks the module (pipeline/models/, one per kind); `heads` is read by
+    multihead, `positional` by posenc and `window` by window only."""
+
+    kind: str = "lesson"
+    d_k: int = 3
+    d_v: int = 3
+    init_scale: float = 0.9
+    heads: int = 2
+    positional: str = "learned"
+    window: int = 3
+
+
+@dataclass
+class TrainConfig:
+    seeds: list[int] = field(default_factory=lambda: [1, 2])
+    epochs: int = 200
+    lr: float = 0.6
+    device: str = "auto"
+    dtype: str = "float64"
+
+
+@dataclass
+class EvalConfig:
+    high_weight: float = 0.5
+    low_effect: float = 0.05
+
+
+@dataclass
+class StudyConfig:
+    """The seed study: runs 1..seeds, each from stream(data.seed + k) like train.seeds."""
+
+    seeds: int = 1000
+    bootstrap: int = 1000  # multi-bootstrap resamples of the 95% intervals
+    bootstrap_seed: int = 0
+    chunk: int = 250  # seeds trained and evaluated at once: bounds the memory
+    # "i/n": only the i-th of n shards of the seeds (python -m pipeline.study sweeps;
+    # python -m pipeline.merge_study joins them); null: every seed.
+    shard: str | None = None
+
+
+@dataclass
+class FaithfulnessConfig:
+    """The explainer battery (pipeline.faithfulness)."""
+
+    ig_steps: int = 50  # Gauss-Legendre nodes of integrated gradients
+    order_seed: int = 0  # the random-order baseline's noise, with each run's seed
+
+
+@dataclass
+class TrackingConfig:
+    enabled: bool = True
+    uri: str | None = None
+    experiment: str = "attention-faithfulness"
+
+
+@dataclass
+class PathsConfig:
+    sequences: str = "data/sequences.parquet"
+    data_summary: str = "data/summary.json"
+    parameters: str = "models/parameters.parquet"
+    training_curves: str = "reports/training.csv"
+    metrics: str = "reports/metrics.json"
+    step_table: str = "reports/steps.csv"
+    report: str = "reports/report.md"
+    figures: str = "reports/figures"
+    step_weights: str = "reports/step_weights.csv"
+    study_seeds: str = "reports/study/seeds.parquet"
+    study_summary: str = "reports/study/summary.json"
+    provenance: str = "reports/provenance"
+    faithfulness: str = "reports/faithfulness.json"
+    study_faithfulness: str = "reports/study/faithfulness.json"
+    study_faithfulness_seeds: str = "reports/study/faithfulness.parquet"
+    tracked_state: str = ".mlflow-state.json"
+
+
+@dataclass
+class Config:
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    study: StudyConfig = field(default_factory=StudyConfig)
+    faithfulness: FaithfulnessConfig = field(default_factory=FaithfulnessConfig)
+    tracking: TrackingConfig = field(default_factory=TrackingConfig)
+    paths: PathsConfig = field(default_factory=PathsConfig)

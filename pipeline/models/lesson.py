@@ -1,0 +1,161 @@
+"""The lesson's single-query attention classifier, S independent runs at once.
+
+Per run: keys K_t = Wk x_t, values V_t = Wv x_t, one learned query q,
+weights a = softmax(q . K_t / sqrt(d_k)), logit o = w . sum_t a_t V_t + b.
+
+Its fast path in training: gradients derived by hand (`gradient_step`;
+tests/test_train.py checks them against torch autograd through `forward`). With a
+reading channel and a one-hot marker channel, every softmax sum splits into the
+marked step and three moments over the unmarked steps (`TrainingSet`), which is
+what makes 1000 runs cheap. Like the lesson, the probability in the gradient uses
+the logit clamped to [-30, 30].
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from pipeline.config import ModelConfig
+from pipeline.models.attention import attention_weights, drop_steps_mask
+from pipeline.models.params import Layout, Params, lesson_layout
+from pipeline.models.pooling import (
+    channels,
+    key_direction,
+    lesson_head,
+    probability,
+    project,
+    value_direction,
+)
+
+
+def layout(cfg: ModelConfig, steps: int) -> Layout:
+    return lesson_layout(cfg)
+
+
+def forward(
+    params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Logits (..., S, N) and attention weights (..., S, N, T); `dropped` as in
+    `pooling.attend`."""
+    head, xs = lesson_head(params), channels(inputs)
+    scores = project(xs, key_direction(head))  # (S, N, T)
+    mask = None if dropped is None else drop_steps_mask(dropped, scores.dtype)
+    weights = attention_weights(scores, mask)  # (..., S, N, T)
+    step_values = project(xs, value_direction(head))  # (S, N, T)
+    logits = (weights * step_values).sum(-1) + params.named["b"][:, None]
+    return logits, weights
+
+
+def head_weights(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    return forward(params, inputs)[1].unsqueeze(-2)
+
+
+def value_norm(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """a_t |w . V_t|: (S, N, T)."""
+    weights = forward(params, inputs)[1]
+    return weights * project(channels(inputs), value_direction(lesson_head(params))).abs()
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """Per-example constants of the one-hot marker channel, computed once.
+
+    With x_t = (r_t, [t == m]), a step's score is u0 r_t + u1 [t == m]. The
+    softmax sums then split into the marked step (an (S, N) quantity) and
+    three moments of exp(u0 r_t) over the unmarked steps: one exp pass over
+    (S, N, T) per epoch and one batched matmul, nothing else that large.
+    """
+
+    readings: torch.Tensor  # (N, T), the marked entry replaced by an unmarked reading
+    moments: torch.Tensor  # (N, 3, T): unmarked * [1, r, r^2]
+    marked_reading: torch.Tensor  # (N,)
+    unmarked_max: torch.Tensor  # (N,)
+    unmarked_min: torch.Tensor  # (N,)
+    labels: torch.Tensor  # (N,)
+
+    @classmethod
+    def build(cls, inputs: torch.Tensor, labels: torch.Tensor) -> TrainingSet:
+        readings, marker = inputs[..., 0], inputs[..., 1]
+        is_marked = marker > 0.5
+        unmarked = (~is_marked).to(readings.dtype)
+        first_unmarked = (~is_marked).to(torch.int8).argmax(-1, keepdim=True)
+        # The masked-out entry only has to keep exp() from overflowing.
+        safe = torch.where(is_marked, readings.gather(-1, first_unmarked), readings)
+        return cls(
+            readings=safe,
+            moments=torch.stack([unmarked, unmarked * readings, unmarked * readings**2], 1),
+            marked_reading=(readings * marker).sum(-1),
+            unmarked_max=safe.amax(-1),
+            unmarked_min=safe.amin(-1),
+            labels=labels,
+        )
+
+
+def logits_and_gradients(
+    params: Params, batch: TrainingSet
+) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """Training logits (S, N) and the gradient of the mean BCE for every parameter
+    (in `params.tensors()` order).
+
+    Computed example-major, (N, S) and (N, T, S): runs innermost, so the batched
+    matmul is (3, T) @ (T, S) per example (3.5x faster than (S, T) @ (T, 3) on the
+    CPU) and every (N, S) operand it yields is contiguous along the runs.
+    """
+    head = lesson_head(params)
+    key_dir, value_dir = key_direction(head), value_direction(head)  # (S, C)
+    reading_key, marker_key = key_dir[:, 0], key_dir[:, 1]  # (S,) each
+    reading_value, marker_value = value_dir[:, 0], value_dir[:, 1]
+    marked_reading = batch.marked_reading[:, None]  # (N, 1)
+
+    # The exact max score of every (example, run): the softmax shift.
+    extreme = torch.where(
+        reading_key > 0, batch.unmarked_max[:, None], batch.unmarked_min[:, None]
+    )  # (N, S)
+    marked_score = marked_reading * reading_key + marker_key  # (N, S)
+    shift = torch.maximum(reading_key * extreme, marked_score)
+    exps = torch.addcmul(
+        -shift[:, None, :], batch.readings[:, :, None], reading_key[None, None, :]
+    ).exp_()  # (N, T, S)
+    unmarked_sum, unmarked_r, unmarked_rr = torch.bmm(batch.moments, exps).unbind(1)
+
+    marked_exp = torch.exp(marked_score - shift)  # (N, S)
+    total = unmarked_sum + marked_exp
+    marked_weight = marked_exp / total
+    mean_reading = (unmarked_r + marked_exp * marked_reading) / total  # sum_t a_t r_t
+    mean_square = (unmarked_rr + marked_exp * marked_reading**2) / total
+    context = reading_value * mean_reading + marker_value * marked_weight  # sum_t a_t z_t
+    logits = context + params.named["b"]
+
+    dlogit = (probability(logits) - batch.labels[:, None]) / batch.labels.shape[0]  # (N, S)
+    # sum_t a_t (z_t - context) x_t, channel by channel.
+    spread_reading = (
+        reading_value * mean_square
+        + marker_value * marked_weight * marked_reading
+        - context * mean_reading
+    )
+    marked_value = reading_value * marked_reading + marker_value
+    spread_marker = marked_weight * (marked_value - context)
+    dvalue_dir = torch.stack([(dlogit * mean_reading).sum(0), (dlogit * marked_weight).sum(0)], -1)
+    dkey_dir = torch.stack([(dlogit * spread_reading).sum(0), (dlogit * spread_marker).sum(0)], -1)
+    dkey_dir = dkey_dir / math.sqrt(head.query.shape[1])
+
+    gradients = [
+        head.query[:, :, None] * dkey_dir[:, None, :],  # Wk
+        head.readout[:, :, None] * dvalue_dir[:, None, :],  # Wv
+        torch.einsum("sic,sc->si", head.key_proj, dkey_dir),  # q
+        torch.einsum("sic,sc->si", head.value_proj, dvalue_dir),  # w
+        dlogit.sum(0),  # b
+    ]
+    return logits.T, gradients
+
+
+def gradient_step(
+    inputs: torch.Tensor, labels: torch.Tensor
+) -> Callable[[Params], tuple[torch.Tensor, list[torch.Tensor]]]:
+    """The fast path's step for `train.descend`: params -> (logits, hand-derived gradients)."""
+    batch = TrainingSet.build(inputs, labels)
+    return lambda params: logits_and_gradients(params, batch)

@@ -1,0 +1,61 @@
+"""Multihead: `heads` single-query heads h, each with its own Wk_h, Wv_h, q_h.
+
+Their contexts are concatenated and read out by one w (heads * d_v) and b. The
+per-head tensors are laid out head-major (Wk of all heads, then Wv, q), so with
+heads = 1 the init is the lesson's. The weights the metrics read are the mean over
+heads; each head's marker mass and argmax hit are numbers of their own.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pipeline.config import ModelConfig
+from pipeline.models.params import CHANNELS, Layout, Params
+from pipeline.models.pooling import Head, channels, runs_last_logits
+from pipeline.models.pooling import attend as pool
+
+
+def layout(cfg: ModelConfig, steps: int) -> Layout:
+    h, d_k, d_v = cfg.heads, cfg.d_k, cfg.d_v
+    return [
+        ("Wk", (h, d_k, CHANNELS)),
+        ("Wv", (h, d_v, CHANNELS)),
+        ("q", (h, d_k)),
+        ("w", (h * d_v,)),
+        ("b", ()),
+    ]
+
+
+def pooling_heads(cfg: ModelConfig) -> int:
+    return cfg.heads
+
+
+def heads(params: Params) -> list[Head]:
+    n, d_v = params.named, params.cfg.d_v
+    return [
+        Head(n["Wk"][:, h], n["Wv"][:, h], n["q"][:, h], n["w"][:, h * d_v : (h + 1) * d_v])
+        for h in range(params.cfg.heads)
+    ]
+
+
+def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None):
+    return pool(channels(inputs), heads(params), params.named["b"], dropped)
+
+
+def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = None):
+    xs = [x[..., None] for x in channels(inputs)]  # (N, T, 1) each
+    return runs_last_logits(xs, heads(params), params.named["b"])
+
+
+def extra_values(params: Params, inputs: torch.Tensor, marked: torch.Tensor):
+    """Per held-out example and head h = 1..heads: the weight on the marked step and
+    whether the head's largest weight sits there."""
+    weights = attend(params, inputs)[1]  # (S, N, H, T)
+    values = {}
+    for h in range(weights.shape[-2]):
+        head = weights[..., h, :]
+        on_marked = head.gather(-1, marked.expand(head.shape[:-1]).unsqueeze(-1)).squeeze(-1)
+        values[f"head_{h + 1}_marker_mass"] = on_marked
+        values[f"head_{h + 1}_argmax_hit"] = (head.argmax(-1) == marked).to(head.dtype)
+    return values

@@ -1,0 +1,108 @@
+"""Parameters of S runs of any model kind: named tensors in the kind's layout.
+
+A kind's `layout(cfg, steps)` is an ordered list of (name, shape of one run). It
+fixes the flat (S, P) rows of models/parameters.parquet and the study's seeds
+table, their column names, the parameter count and the init order.
+
+Init: run k draws every parameter from stream(data.seed + k) with the lesson's rule
+(u1 + u2 + u3 - 1.5) * init_scale, in layout order, except the bias b, which starts
+at 0 and draws nothing (as in the lesson). Kinds that extend the lesson list its
+entries first, so their first draws are the lesson's init exactly.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from pipeline.config import ModelConfig
+from pipeline.data import stream
+
+CHANNELS = 2  # reading, marked-step indicator
+Shape = tuple[int, ...]
+Layout = list[tuple[str, Shape]]
+
+
+@dataclass(frozen=True)
+class Params:
+    """Parameters of S runs: name -> (S, *shape), in layout order."""
+
+    cfg: ModelConfig
+    named: dict[str, torch.Tensor]
+
+    @property
+    def runs(self) -> int:
+        return self.named["b"].shape[0]
+
+    def tensors(self) -> list[torch.Tensor]:
+        return list(self.named.values())
+
+    def with_tensors(self, tensors: list[torch.Tensor]) -> Params:
+        """The same layout holding `tensors` (in `tensors()` order)."""
+        return Params(self.cfg, dict(zip(self.named, tensors, strict=True)))
+
+    def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Params:
+        return self.with_tensors([fn(t) for t in self.tensors()])
+
+
+def lesson_layout(cfg: ModelConfig) -> Layout:
+    """The lesson's 19 parameters (d_k = d_v = 3): Wk, Wv, q, w, b, in its init order."""
+    return [
+        ("Wk", (cfg.d_k, CHANNELS)),
+        ("Wv", (cfg.d_v, CHANNELS)),
+        ("q", (cfg.d_k,)),
+        ("w", (cfg.d_v,)),
+        ("b", ()),
+    ]
+
+
+def parameter_count(layout: Layout) -> int:
+    return sum(math.prod(shape) for _, shape in layout)
+
+
+def flat_names(layout: Layout) -> list[str]:
+    """Column names: name_<indices>, digits run together while every dim is <= 10
+    (the lesson's Wk_01, q_2, b), joined by '_' otherwise (P_11_1)."""
+    names = []
+    for name, shape in layout:
+        if not shape:
+            names.append(name)
+            continue
+        sep = "" if max(shape) <= 10 else "_"
+        for index in torch.cartesian_prod(*(torch.arange(n) for n in shape)).reshape(
+            -1, len(shape)
+        ):
+            names.append(f"{name}_{sep.join(str(int(i)) for i in index)}")
+    return names
+
+
+def init_run(seed: int, layout: Layout, init_scale: float) -> list[float]:
+    """One run's flat init: every value drawn from stream(seed) in layout order, b = 0."""
+    draw = stream(seed)
+    values: list[float] = []
+    for name, shape in layout:
+        count = math.prod(shape)
+        if name == "b":
+            values += [0.0] * count
+        else:
+            values += [(draw() + draw() + draw() - 1.5) * init_scale for _ in range(count)]
+    return values
+
+
+def from_flat(flat: torch.Tensor, cfg: ModelConfig, layout: Layout) -> Params:
+    """(S, P) rows in layout order -> Params."""
+    parts = flat.split([math.prod(shape) for _, shape in layout], dim=1)
+    runs = flat.shape[0]
+    named = {
+        name: part.reshape(runs, *shape).contiguous()
+        for (name, shape), part in zip(layout, parts, strict=True)
+    }
+    return Params(cfg, named)
+
+
+def to_flat(params: Params) -> torch.Tensor:
+    """Params -> (S, P) rows in layout order."""
+    return torch.cat([t.reshape(params.runs, -1) for t in params.tensors()], dim=1)

@@ -1,0 +1,133 @@
+"""Single-query attention pooling, the part every model kind shares.
+
+Per run and head h: a step's score is q_h . (Wk_h x_t) / sqrt(d_k) and its readout
+w_h . (Wv_h x_t). Inputs have two channels, so q . (Wk x) = (Wk^T q) . x: the math
+works with two C-vectors per head and run (`key_direction`, `value_direction`)
+instead of materialising K and V. What a kind pools over (x, x + p, a layer's h)
+comes as channel slabs (..., N, T) or (..., S, N, T), one per channel.
+
+Two layouts of the same operations: `attend` (runs first, (..., S, N, H, T): what
+the metrics read) and `runs_last_logits` (example-major, runs innermost, for
+training: every broadcast, softmax and sum over steps runs along S contiguous
+numbers instead of T = 12). tests/test_models.py checks they agree.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import torch
+
+from pipeline.models.attention import attention_weights, drop_steps_mask
+from pipeline.models.params import Params
+
+
+@dataclass(frozen=True)
+class Head:
+    """One single-query pooling head of S runs."""
+
+    key_proj: torch.Tensor  # Wk (S, d_k, C)
+    value_proj: torch.Tensor  # Wv (S, d_v, C)
+    query: torch.Tensor  # q (S, d_k)
+    readout: torch.Tensor  # w (S, d_v)
+
+
+def lesson_head(params: Params) -> Head:
+    """The head of a kind that extends the lesson (its Wk, Wv, q, w)."""
+    n = params.named
+    return Head(n["Wk"], n["Wv"], n["q"], n["w"])
+
+
+def key_direction(head: Head) -> torch.Tensor:
+    """Wk^T q / sqrt(d_k): (S, C); a step's score is this vector dotted with its input."""
+    direction = torch.einsum("sic,si->sc", head.key_proj, head.query)
+    return direction / math.sqrt(head.query.shape[1])
+
+
+def value_direction(head: Head) -> torch.Tensor:
+    """Wv^T w: (S, C); a step's contribution to the logit is this dotted with its input."""
+    return torch.einsum("sic,si->sc", head.value_proj, head.readout)
+
+
+def total(terms: Iterable[torch.Tensor]) -> torch.Tensor:
+    """t1 + t2 + ... in order, without `sum`'s extra pass for its 0 start."""
+    terms = iter(terms)
+    out = next(terms)
+    for term in terms:
+        out = out + term
+    return out
+
+
+def project(channels: list[torch.Tensor], direction: torch.Tensor) -> torch.Tensor:
+    """Per-step dot products: channel slabs (..., N, T) each, direction (S, C) ->
+    (..., S, N, T). A sum of C broadcast products: elementwise, so a run's numbers do
+    not depend on how many runs share the batch, and no (..., S, N, T, C) intermediate."""
+    return total(x * direction[:, c, None, None] for c, x in enumerate(channels))
+
+
+def channels(inputs: torch.Tensor) -> list[torch.Tensor]:
+    """Inputs (..., N, T, C) as C slabs (..., N, T)."""
+    return list(inputs.unbind(-1))
+
+
+def attend(
+    pooled: list[torch.Tensor],
+    heads: list[Head],
+    bias: torch.Tensor,
+    dropped: torch.Tensor | None = None,
+    sink: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Logits (..., S, N), per-head weights and readouts (..., S, N, H, T).
+
+    `dropped` (bool, broadcastable against (S, N, T), True = removed) takes steps out
+    of every head's softmax and renormalises the rest: the step ablation; extra
+    leading dims of the mask become leading dims of the outputs. `sink` (S,): one
+    value-less logit per run in the softmax.
+    """
+    scores = [project(pooled, key_direction(head)) for head in heads]
+    readouts = [project(pooled, value_direction(head)) for head in heads]
+    if len(heads) == 1:  # a view, not a copy: one head is most kinds
+        scores, readouts = scores[0].unsqueeze(-2), readouts[0].unsqueeze(-2)
+    else:
+        scores, readouts = torch.stack(scores, -2), torch.stack(readouts, -2)
+    mask = None if dropped is None else drop_steps_mask(dropped, scores.dtype).unsqueeze(-2)
+    sink = None if sink is None else sink[:, None, None]  # (S, 1, 1): one per run
+    weights = attention_weights(scores, mask, sink)
+    logits = (weights * readouts).sum((-2, -1)) + bias[:, None]
+    return logits, weights, readouts
+
+
+def probability(logits: torch.Tensor) -> torch.Tensor:
+    """P(y=1): sigmoid with the lesson's clamp of the logit to [-30, 30]."""
+    return torch.sigmoid(logits.clamp(-30.0, 30.0))
+
+
+def runs_last(directions: torch.Tensor, pooled: list[torch.Tensor]) -> torch.Tensor:
+    """`project` with the runs last: channel slabs (N, T, ...) and directions (..., C)
+    -> sum_c pooled[c] * directions[..., c]."""
+    return total(x * directions[..., c] for c, x in enumerate(pooled))
+
+
+def runs_last_logits(
+    pooled: list[torch.Tensor],
+    heads: list[Head],
+    bias: torch.Tensor,
+    sink: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """`attend`'s logits laid out example-major: pooled slabs (N, T, S or 1) -> (S, N).
+
+    Equal to `attend` up to float rounding; the metrics keep `attend`.
+    """
+    pooled = [x[:, :, None] for x in pooled]  # (N, T, 1, S or 1): heads next to the runs
+    keys = torch.stack([key_direction(head) for head in heads])  # (H, S, C)
+    values = torch.stack([value_direction(head) for head in heads])
+    scores, readouts = runs_last(keys, pooled), runs_last(values, pooled)  # (N, T, H, S)
+    if sink is None:
+        weights = torch.softmax(scores, dim=1)
+    else:
+        slot = sink.expand(scores.shape[0], 1, 1, -1)  # (N, 1, 1, S)
+        weights = torch.softmax(torch.cat([scores, slot], 1), dim=1)[:, :-1]
+    logits = (weights * readouts).sum((1, 2))  # (N, S)
+    return (logits + bias).T

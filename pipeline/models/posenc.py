@@ -1,0 +1,51 @@
+"""Posenc: the lesson's pooling over x_t + p_t, with p (T, C) learned or sinusoidal.
+
+Sinusoidal: p_{t,2i} = sin(t / 10000^(2i/C)), p_{t,2i+1} = cos(...); with C = 2,
+[sin t, cos t]. A learned P draws its init after the lesson's parameters.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pipeline.config import ModelConfig
+from pipeline.models.params import CHANNELS, Layout, Params, lesson_layout
+from pipeline.models.pooling import attend as pool
+from pipeline.models.pooling import channels, lesson_head, runs_last_logits
+
+
+def layout(cfg: ModelConfig, steps: int) -> Layout:
+    learned = [("P", (steps, CHANNELS))] if cfg.positional == "learned" else []
+    return lesson_layout(cfg) + learned
+
+
+def sinusoidal_encoding(steps: int, channels: int, dtype: torch.dtype) -> torch.Tensor:
+    """(T, C): p_{t,2i} = sin(t / 10000^(2i/C)), p_{t,2i+1} = cos(t / 10000^(2i/C))."""
+    position = torch.arange(steps, dtype=dtype)[:, None]
+    rates = 10000.0 ** (-(torch.arange(channels) // 2 * 2).to(dtype) / channels)
+    angles = position * rates  # (T, C)
+    even = torch.arange(channels) % 2 == 0
+    return torch.where(even, angles.sin(), angles.cos())
+
+
+def encoding(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """p: (S, T, C) learned, or (T, C) sinusoidal."""
+    if params.cfg.positional == "learned":
+        return params.named["P"]
+    steps, width = inputs.shape[-2:]
+    return sinusoidal_encoding(steps, width, inputs.dtype).to(inputs.device)
+
+
+def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None):
+    p = encoding(params, inputs)
+    if p.dim() == 3:
+        p = p[:, None]  # (S, 1, T, C): one per run
+    pooled = [x + p[..., c] for c, x in enumerate(channels(inputs))]
+    return pool(pooled, [lesson_head(params)], params.named["b"], dropped)
+
+
+def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = None):
+    p = encoding(params, inputs)
+    p = p.permute(1, 2, 0) if p.dim() == 3 else p[..., None]  # (T, C, S or 1)
+    xs = [x[..., None] + p[:, c] for c, x in enumerate(channels(inputs))]  # (N, T, S or 1)
+    return runs_last_logits(xs, [lesson_head(params)], params.named["b"])

@@ -1,0 +1,207 @@
+"""Full-batch gradient descent on mean binary cross-entropy, all runs at once.
+
+The definition, for every model kind: torch autograd through the kind's forward
+(`interface.training_logits`, the forward laid out for speed), with the lesson's
+clamp of the logit to [-30, 30] in the probability (`train_autograd`). A kind may
+bring a fast path: the lesson's hand-derived gradients (`lesson.gradient_step`),
+the window kind's compiled layer and pooling (`window.training_logits`);
+tests/test_train.py and tests/test_models.py check them against the definition.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from dataclasses import dataclass
+from functools import cache
+
+import torch
+import torch.nn.functional as F
+
+from pipeline.config import TrainConfig
+from pipeline.errors import ConfigError, DivergenceError
+from pipeline.models import interface
+from pipeline.models.params import Params, to_flat
+from pipeline.models.pooling import probability
+
+
+@dataclass(frozen=True)
+class History:
+    loss: torch.Tensor  # (epochs, S), before each epoch's update
+    accuracy: torch.Tensor  # (epochs, S)
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(
+            "invalid config value train.device='cuda': CUDA is not available here; "
+            "allowed: auto, cpu"
+        )
+    return torch.device(name)
+
+
+def device_and_dtype(cfg: TrainConfig) -> tuple[torch.device, torch.dtype]:
+    return resolve_device(cfg.device), getattr(torch, cfg.dtype)
+
+
+def mean_bce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """(S, N) logits -> (S,) mean binary cross-entropy."""
+    targets = labels.expand_as(logits)
+    return F.binary_cross_entropy_with_logits(logits, targets, reduction="none").mean(-1)
+
+
+def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """Share of examples with (logit > 0) == label, over the last dim."""
+    return ((logits > 0) == (labels > 0.5)).to(logits.dtype).mean(-1)
+
+
+def train(
+    params: Params,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    epochs: int,
+    lr: float,
+    check: bool = True,
+    autograd: bool = False,
+) -> tuple[Params, History]:
+    """`epochs` simultaneous gradient steps of size `lr` for every run.
+
+    A kind with hand-derived gradients (the lesson) takes them unless `autograd`;
+    every other kind trains through `train_autograd`. With `check`, a run that
+    reached NaN or inf raises DivergenceError; without, the caller looks at
+    `finite_runs` itself (the seed study names the seeds).
+    """
+    step = None if autograd else interface.gradient_step(params, inputs, labels)
+    if step is None:
+        return train_autograd(params, inputs, labels, epochs, lr, check)
+    params, history = descend(params, step, labels, epochs, lr)
+    if check:
+        check_finite(history.loss, params, lr)
+    return params, history
+
+
+def descend(
+    params: Params, step, labels: torch.Tensor, epochs: int, lr: float
+) -> tuple[Params, History]:
+    """`epochs` gradient steps: step(params) -> (logits (S, N), gradients in `tensors()`
+    order); the loss and accuracy are recorded before each update."""
+    loss = torch.empty(epochs, params.runs, dtype=labels.dtype, device=labels.device)
+    acc = torch.empty_like(loss)
+    for epoch in range(epochs):
+        logits, gradients = step(params)
+        loss[epoch] = mean_bce(logits, labels)
+        acc[epoch] = accuracy(logits, labels)
+        steps = [p - lr * g for p, g in zip(params.tensors(), gradients, strict=True)]
+        params = params.with_tensors(steps)
+    return params, History(loss, acc)
+
+
+def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
+    """A scalar whose gradient w.r.t. the logits (S, N) is (probability(logit) - y) / N:
+    the mean BCE's gradient with the lesson's clamp in the probability (the clamp does
+    not bind on the lesson; where it binds, the plain BCE gradient would differ).
+    Runs add up: each run's parameters get their own run's gradient."""
+    residual = (probability(logits) - labels).detach()
+    return (residual * logits).sum() / labels.shape[-1]
+
+
+# Runs per autograd pass. Autograd keeps (N, T, heads, runs) intermediates, whose
+# passes are bound by memory bandwidth: with 50 runs they stay in cache (measured on
+# the 2-core machine, multihead: 40 ms per epoch of 250 runs in blocks of 50, 73 ms
+# in one block). Runs are independent, so the block changes no number beyond float
+# rounding. A kind may ask for its own (`training_block`: the window kernel).
+AUTOGRAD_BLOCK = 50
+
+
+# glibc's mallopt parameters (malloc.h).
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+
+
+@cache  # once per process: the setting is process-wide
+def keep_freed_memory() -> None:
+    """Let glibc keep freed memory for reuse instead of returning it to the kernel.
+
+    Every epoch allocates and frees the same few-megabyte temporaries; by default
+    glibc serves them with fresh mmaps or trims them off the heap, so each epoch
+    faults its pages in again. On the 2-core VM, window variant, 250 seeds: 1.37M
+    page faults and 24.6 s by default, 0.13M and 19.7 s with these settings. Peak
+    memory does not grow (freed memory is reused, not added). Linux/glibc only.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (musl)
+        return
+    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's upper bound for this setting
+    libc.mallopt(M_TRIM_THRESHOLD, 256 << 20)
+
+
+def train_autograd(
+    params: Params,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    epochs: int,
+    lr: float,
+    check: bool = True,
+) -> tuple[Params, History]:
+    """Full-batch gradient descent with torch autograd through the kind's forward
+    (`interface.training_logits`): the definition of training, for every kind
+    (`train` documents the arguments)."""
+    keep_freed_memory()
+    threads = torch.get_num_threads()
+    step = autograd_step(inputs, labels, threads)
+    size, own_threads = interface.training_block(params, inputs) or (AUTOGRAD_BLOCK, False)
+    # A kernel with threads of its own (window's) runs on `threads` of them; torch's
+    # ops on one meanwhile. Otherwise libgomp's threads, which spin for milliseconds
+    # after each parallel op, take a core from the kernel (250 window seeds: 59 -> 45
+    # ms an epoch).
+    torch.set_num_threads(1 if own_threads else threads)
+    try:
+        blocks = [
+            descend(params.map(lambda t, s=start: t[s : s + size]), step, labels, epochs, lr)
+            for start in range(0, params.runs, size)
+        ]
+    finally:
+        torch.set_num_threads(threads)
+    tensors = [torch.cat(parts) for parts in zip(*(b.tensors() for b, _ in blocks), strict=True)]
+    params = params.with_tensors(tensors)
+    history = History(
+        torch.cat([h.loss for _, h in blocks], 1), torch.cat([h.accuracy for _, h in blocks], 1)
+    )
+    if check:
+        check_finite(history.loss, params, lr)
+    return params, history
+
+
+def autograd_step(inputs: torch.Tensor, labels: torch.Tensor, threads: int | None = None):
+    """`descend`'s step for any kind: the logits and torch autograd's gradients
+    (`threads`: a kernel's own, as the window kind has)."""
+
+    def step(params: Params) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+        leaves = params.map(lambda t: t.detach().requires_grad_(True))
+        logits = interface.training_logits(leaves, inputs, threads)  # (S, N)
+        gradients = torch.autograd.grad(surrogate_loss(logits, labels), leaves.tensors())
+        return logits.detach(), gradients
+
+    return step
+
+
+def finite_runs(loss: torch.Tensor, params: Params) -> torch.Tensor:
+    """(S,) True where a run's loss and parameters stayed finite."""
+    return torch.isfinite(loss).all(0) & torch.isfinite(to_flat(params)).all(1)
+
+
+def check_finite(loss: torch.Tensor, params: Params, lr: float) -> None:
+    """Stop on divergence instead of writing garbage metrics."""
+    finite = finite_runs(loss, params)
+    if bool(finite.all()):
+        return
+    bad_epochs = (~torch.isfinite(loss)).any(1).nonzero()
+    first = f", first non-finite loss at epoch {int(bad_epochs[0])}" if len(bad_epochs) else ""
+    raise DivergenceError(
+        f"training diverged: {int((~finite).sum())} of {loss.shape[1]} runs reached "
+        f"NaN or inf{first} (train.lr={lr}); lower train.lr"
+    )

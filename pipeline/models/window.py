@@ -1,0 +1,136 @@
+"""Window: one causal sliding-window self-attention layer (seed 003), then the pooling.
+
+h_t = x_t + sum_{j=t-w+1..t} softmax_j(Q_t . K_j / sqrt(d_k)) V_j, with
+Q = Wq_layer x, K = Wk_layer x, V = Wv_layer x (Wv_layer: C x C), residual; then
+the lesson's pooling on the whole sequence h_0..h_{T-1}. The pooling weights weigh
+the positions h_t, whose receptive field is the steps t-w+1..t of the input. Step
+ablation drops a step from the pooling only: the layer still sees every step.
+
+Its fast path in training on the CPU: the layer and the pooling as one compiled
+autograd node (`pipeline.models.window_kernel`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from pipeline.config import ModelConfig
+from pipeline.models.attention import drop_steps_mask
+from pipeline.models.params import CHANNELS, Layout, Params, lesson_layout
+from pipeline.models.pooling import (
+    attend as pool,
+)
+from pipeline.models.pooling import (
+    channels,
+    key_direction,
+    lesson_head,
+    project,
+    total,
+    value_direction,
+)
+
+# Runs per autograd pass of the compiled kernel: it keeps no (N, T, runs)
+# intermediates (it tiles its forward itself), and each pass costs a fixed ~3 ms of
+# Python and autograd: larger passes than `train.AUTOGRAD_BLOCK`.
+KERNEL_BLOCK = 250
+
+
+def layout(cfg: ModelConfig, steps: int) -> Layout:
+    layer = [
+        ("Wq_layer", (cfg.d_k, CHANNELS)),
+        ("Wk_layer", (cfg.d_k, CHANNELS)),
+        ("Wv_layer", (CHANNELS, CHANNELS)),
+    ]
+    return lesson_layout(cfg) + layer
+
+
+def layer_values(cfg: ModelConfig) -> int:
+    """Values per (run, example, step) the layer keeps: keys, values, scores and
+    weights of each offset (the memory estimate's factor)."""
+    return 8 * cfg.window
+
+
+def shifted(steps_last: torch.Tensor, offset: int) -> torch.Tensor:
+    """Step t takes the value of step t - offset (zero before step 0): (..., T)."""
+    if offset == 0:
+        return steps_last
+    return torch.nn.functional.pad(steps_last, (offset, 0))[..., : steps_last.shape[-1]]
+
+
+def layer_bilinear(params: Params) -> torch.Tensor:
+    """The layer's A = Wq^T Wk / sqrt(d_k), (S, C, C): Q_t . K_j = x_t^T A x_j."""
+    n = params.named
+    return torch.einsum("sic,sid->scd", n["Wq_layer"], n["Wk_layer"]) / math.sqrt(
+        n["Wq_layer"].shape[1]
+    )
+
+
+def layer_channels(params: Params, inputs: torch.Tensor) -> list[torch.Tensor]:
+    """h = x + causal sliding-window self-attention of x, per channel: (..., S, N, T) each.
+
+    Q_t . K_j = x_t^T A x_j with A = Wq^T Wk / sqrt(d_k) (C x C), so the scores need
+    only C channels. Banded: position t scores the w positions t-w+1..t, one offset
+    at a time, T * w scores, not T * T; the softmax runs over the offsets (dim 0).
+    Channels and offsets are kept as separate (..., S, N, T) slabs: elementwise work,
+    no reduction over a tiny last dim.
+    """
+    window = params.cfg.window
+    bilinear = layer_bilinear(params)
+    xs = channels(inputs)  # (..., N, T) or (..., S, N, T) each
+    keys = [project(xs, bilinear[:, c]) for c in range(len(xs))]  # (A x)_c
+    values = [project(xs, params.named["Wv_layer"][:, c]) for c in range(len(xs))]
+    steps = torch.arange(inputs.shape[-2], device=inputs.device)
+    scores = torch.stack(
+        [
+            total(x * shifted(k, offset) for x, k in zip(xs, keys, strict=True))
+            + drop_steps_mask(steps < offset, inputs.dtype)
+            for offset in range(window)
+        ]
+    )  # (w, ..., S, N, T): offset first
+    weights = torch.softmax(scores, dim=0).unbind(0)
+    return [
+        x + total(a * shifted(v, offset) for offset, a in enumerate(weights))
+        for x, v in zip(xs, values, strict=True)
+    ]
+
+
+def layer(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """The layer's output h: (..., S, N, T, C)."""
+    return torch.stack(layer_channels(params, inputs), -1)
+
+
+def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None):
+    pooled = layer_channels(params, inputs)
+    return pool(pooled, [lesson_head(params)], params.named["b"], dropped)
+
+
+def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
+    """On the CPU the compiled kernel: its block of runs, and that it runs on threads
+    of its own (torch's ops on one meanwhile). None elsewhere: plain autograd."""
+    return (KERNEL_BLOCK, True) if inputs.device.type == "cpu" else None
+
+
+def training_logits(
+    params: Params, inputs: torch.Tensor, threads: int | None = None
+) -> torch.Tensor:
+    """The logits (S, N) of `attend` on inputs (N, T, C): the compiled kernel on the
+    CPU, `attend` itself elsewhere (`threads`: the kernel's, default torch's count)."""
+    if training_block(inputs) is None:
+        return attend(params, inputs)[0]
+    from pipeline.models.window_kernel import WindowContext  # numba: 0.5 s to import
+
+    n, head = params.named, lesson_head(params)
+    key_dir, value_dir = key_direction(head), value_direction(head)
+    context = WindowContext.apply(
+        layer_bilinear(params),
+        key_dir,
+        value_dir,
+        torch.einsum("scd,sc->sd", n["Wv_layer"], key_dir),  # beta = Wv^T u_k
+        torch.einsum("scd,sc->sd", n["Wv_layer"], value_dir),  # gamma = Wv^T u_v
+        inputs,
+        params.cfg.window,
+        threads or torch.get_num_threads(),
+    )
+    return context + n["b"][:, None]

@@ -1,0 +1,1 @@
+"""Reporting: tables, the generated reading, figures, the HTML report, the repro summary."""
