@@ -37,8 +37,16 @@ def project_imports(path: Path) -> set[str]:
     return found
 
 
+def registered_kinds() -> list[str]:
+    """The model kinds' modules: pipeline.models imports them by name, on use."""
+    from pipeline.models import KINDS
+
+    return [module for module in KINDS.values() if isinstance(module, str)]
+
+
 def import_closure(module: str) -> set[str]:
-    """Every project file that importing `module` may load, parent packages included."""
+    """Every project file that importing `module` may load, parent packages included
+    (and every registered model kind, once pipeline.models is among them)."""
     seen: set[Path] = set()
     todo = [module]
     while todo:
@@ -50,6 +58,8 @@ def import_closure(module: str) -> set[str]:
         parts = name.split(".")
         todo += [".".join(parts[:i]) for i in range(1, len(parts))]
         todo += project_imports(path)
+        if name == "pipeline.models":
+            todo += registered_kinds()
     return {path.relative_to(PROJECT_ROOT).as_posix() for path in seen}
 
 
@@ -66,7 +76,9 @@ def test_each_stage_lists_every_module_it_imports(stage):
     assert not missing, f"dvc.yaml stage {stage} misses code deps: {missing}"
 
 
-def test_the_closure_follows_function_level_imports():
-    """pipeline.config imports pipeline.params inside a function: still a dep."""
-    assert "pipeline/params.py" in import_closure("pipeline.config")
-    assert "pipeline/tracking.py" in import_closure("pipeline.stages.track")
+def test_the_closure_follows_function_level_imports_and_registered_kinds():
+    """validate imports the memory estimate inside a function, which reaches every
+    model kind through the registry: all are deps of a stage that loads a config."""
+    closure = import_closure("pipeline.stages.generate")
+    assert "pipeline/config/memory.py" in closure
+    assert {"pipeline/models/lesson.py", "pipeline/models/window.py"} <= closure

@@ -21,7 +21,6 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from pipeline import data
 from pipeline.analysis import metrics, stats
 from pipeline.config import (
     NUMBER_GROUPS,
@@ -70,12 +69,8 @@ def train_seeds(
     """
     device, dtype = device_and_dtype(cfg.train)
 
-    def split(name: str) -> tuple[torch.Tensor, ...]:
-        tensors = frames.features(data.split_frame(frame, name), cfg.data.steps, dtype)
-        return tuple(t.to(device) for t in tensors)
-
-    train_inputs, train_labels, _ = split("train")
-    heldout = split("heldout")
+    train_inputs, train_labels, _ = frames.split_tensors(cfg, frame, "train", device, dtype)
+    heldout = frames.split_tensors(cfg, frame, "heldout", device, dtype)
     size = cfg.study.chunk
     chunks = [seeds[start : start + size] for start in range(0, len(seeds), size)]
     params, values, diverged = [], [], []

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline.config import ModelConfig
-from pipeline.data import reading_columns
+from pipeline.config import Config, ModelConfig
+from pipeline.data import reading_columns, split_frame
 from pipeline.models.interface import flat_names, from_flat
 from pipeline.models.params import Params, to_flat
 
@@ -24,6 +24,14 @@ def features(
     indicator = torch.nn.functional.one_hot(marked, steps).to(dtype)
     labels = torch.tensor(frame["label"].to_numpy(), dtype=dtype)
     return torch.stack([readings, indicator], dim=-1), labels, marked
+
+
+def split_tensors(
+    cfg: Config, frame: pd.DataFrame, split: str, device: torch.device, dtype: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """`features` of one split ("train" or "heldout") of the sequences, on `device`."""
+    tensors = features(split_frame(frame, split), cfg.data.steps, dtype)
+    return tuple(t.to(device) for t in tensors)  # type: ignore[return-value]
 
 
 def params_to_frame(params: Params, seeds: list[int], cfg: ModelConfig, steps: int) -> pd.DataFrame:

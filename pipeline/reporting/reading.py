@@ -238,8 +238,6 @@ METRIC_MEANINGS = {
     "marked_rank": "mean rank of the marked step, 1 the top (lower)",
     "auprc": "average precision of the scores against the marked step (higher)",
 }
-FAITHFUL = ("tau_loo", "aopc_comprehensiveness", "aopc_sufficiency", "flips_to_decision")
-PLAUSIBLE = ("hit_at_1", "marked_rank", "auprc")
 
 
 def best_explainers(run: dict, metric: str, higher: bool) -> list[str]:

@@ -43,13 +43,10 @@ def run(
     device, dtype = device_and_dtype(cfg.train)
     params = params.map(lambda t: t.to(device, dtype))
 
-    def split(name: str) -> tuple[torch.Tensor, ...]:
-        tensors = frames.features(data.split_frame(frame, name), cfg.data.steps, dtype)
-        return tuple(t.to(device) for t in tensors)
-
-    train_inputs, train_labels, _ = split("train")
+    train_inputs, train_labels, _ = frames.split_tensors(cfg, frame, "train", device, dtype)
+    heldout = frames.split_tensors(cfg, frame, "heldout", device, dtype)
     numbers, weights, effects = metrics.run_metrics(
-        params, (train_inputs, train_labels), split("heldout"), cfg.eval
+        params, (train_inputs, train_labels), heldout, cfg.eval
     )
     document = metrics.metrics_document(summary, seeds, numbers)
     document["parameters"] = interface.parameter_count(cfg.model, cfg.data.steps)

@@ -8,9 +8,8 @@ their summary (reports/study/faithfulness.json).
 from __future__ import annotations
 
 import pandas as pd
-import torch
 
-from pipeline import data, provenance
+from pipeline import provenance
 from pipeline.analysis import faithfulness
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_json, write_parquet
@@ -19,17 +18,11 @@ from pipeline.models.train import device_and_dtype
 from pipeline.stages import entry
 
 
-def heldout(cfg: Config, frame: pd.DataFrame) -> tuple[torch.Tensor, ...]:
-    device, dtype = device_and_dtype(cfg.train)
-    tensors = frames.features(data.split_frame(frame, "heldout"), cfg.data.steps, dtype)
-    return tuple(t.to(device) for t in tensors)
-
-
 def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict:
     """{explainer: {metric: (S,)}} for the runs of a parameter table (one row per seed)."""
     device, dtype = device_and_dtype(cfg.train)
     seeds, params = frames.params_from_frame(table, cfg.model, cfg.data.steps, dtype)
-    inputs, _, marked = heldout(cfg, frame)
+    inputs, _, marked = frames.split_tensors(cfg, frame, "heldout", device, dtype)
     return faithfulness.battery_tensors(
         params.map(lambda t: t.to(device)),
         inputs,
@@ -57,7 +50,7 @@ def run(
     """(faithfulness.json, one row per study run and explainer, the study summary)."""
     device, dtype = device_and_dtype(cfg.train)
     seeds, params = frames.params_from_frame(lesson, cfg.model, cfg.data.steps, dtype)
-    inputs, labels, marked = heldout(cfg, frame)
+    inputs, labels, marked = frames.split_tensors(cfg, frame, "heldout", device, dtype)
     runs = faithfulness.battery(
         params.map(lambda t: t.to(device)),
         inputs,
@@ -77,7 +70,7 @@ def main() -> None:
     provenance.verify_inputs(cfg, "faithfulness")
     frame = read_parquet(cfg.paths.sequences)
     lesson = read_parquet(cfg.paths.parameters)
-    study = read_parquet(cfg.paths.study_seeds)
+    study = read_parquet(cfg.paths.study_params)
     document, seeds_frame, summary = run(cfg, frame, lesson, study)
     with provenance.publishing(cfg, "faithfulness"):
         write_json(cfg.paths.faithfulness, document)

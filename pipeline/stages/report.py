@@ -19,9 +19,11 @@ from pipeline.files import (
     remove,
     write_bytes,
     write_csv,
+    write_json,
     write_text,
 )
 from pipeline.reporting import figures, report
+from pipeline.reporting.headline import headline
 from pipeline.stages import entry
 
 
@@ -88,6 +90,7 @@ def main() -> None:
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, step_weights)
         write_text(cfg.paths.report, markdown)
+        write_json(cfg.paths.headline, headline(document, study[0], faithfulness[0]))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,7 @@
-"""Stage study: runs 1..study.seeds on the lesson's data -> seeds.parquet, summary.json."""
+"""Stage study: runs 1..study.seeds on the lesson's data -> seeds.parquet (every
+per-seed number and the trained parameters), params.parquet (the parameters alone,
+which the faithfulness stage reads: an eval.* change rewrites seeds.parquet but not
+these bytes, so the battery does not rerun), summary.json."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from pipeline import provenance
 from pipeline.analysis import study
 from pipeline.config import load_params
 from pipeline.files import read_parquet, write_json, write_parquet
+from pipeline.models import interface
 from pipeline.reporting.summary import study_line
 from pipeline.stages import entry
 
@@ -16,6 +20,8 @@ def main() -> None:
     table, summary = study.run(cfg, read_parquet(cfg.paths.sequences), study.show_progress())
     with provenance.publishing(cfg, "study"):
         write_parquet(cfg.paths.study_seeds, table)
+        columns = ["seed", *interface.flat_names(cfg.model, cfg.data.steps)]
+        write_parquet(cfg.paths.study_params, table[columns])
         write_json(cfg.paths.study_summary, summary)
     print(study_line(summary))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, provenance
+from pipeline import provenance
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_csv, write_parquet
 from pipeline.models import frames, interface
@@ -16,13 +16,11 @@ from pipeline.stages import entry
 
 def run(cfg: Config, frame: pd.DataFrame) -> tuple[Params, History]:
     device, dtype = device_and_dtype(cfg.train)
-    inputs, labels, _ = frames.features(data.split_frame(frame, "train"), cfg.data.steps, dtype)
+    inputs, labels, _ = frames.split_tensors(cfg, frame, "train", device, dtype)
     params = interface.init_params(
         cfg.data.seed, cfg.train.seeds, cfg.model, cfg.data.steps, dtype, device
     )
-    trained, history = train(
-        params, inputs.to(device), labels.to(device), cfg.train.epochs, cfg.train.lr
-    )
+    trained, history = train(params, inputs, labels, cfg.train.epochs, cfg.train.lr)
     return trained.map(lambda t: t.cpu()), History(history.loss.cpu(), history.accuracy.cpu())
 
 

@@ -1,4 +1,5 @@
-"""SPEC section 2: the 19-parameter classifier, its init order and the step-drop mask."""
+"""SPEC section 2: the 19-parameter classifier (pipeline/models/lesson.py), its init
+order and the step-drop mask."""
 
 from __future__ import annotations
 
@@ -8,12 +9,15 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import frames, model
 from pipeline.config import ModelConfig
 from pipeline.files import read_parquet, write_parquet
+from pipeline.models import frames, interface, lesson as lesson_model
+from pipeline.models.params import Params, init_run, lesson_layout
+from pipeline.models.pooling import probability
 
 CFG = ModelConfig()
 F64 = torch.float64
+STEPS = 12
 
 
 def random_inputs(n: int, steps: int, seed: int) -> torch.Tensor:
@@ -24,20 +28,21 @@ def random_inputs(n: int, steps: int, seed: int) -> torch.Tensor:
     return torch.stack([readings, torch.nn.functional.one_hot(marked, steps).to(F64)], -1)
 
 
-def random_params(runs: int, seed: int, scale: float = 1.0) -> model.Params:
+def random_params(runs: int, seed: int, scale: float = 1.0) -> Params:
     gen = torch.Generator().manual_seed(seed)
     flat = torch.randn(runs, 19, generator=gen, dtype=F64) * scale
-    return model.from_flat(flat, CFG)
+    return interface.from_flat(flat, CFG, STEPS)
 
 
-def as_lesson_dict(params: model.Params, run: int) -> dict:
-    """One run of Params, read field by field into the lesson's dict layout."""
+def as_lesson_dict(params: Params, run: int) -> dict:
+    """One run of Params, read tensor by tensor into the lesson's dict layout."""
+    n = params.named
     return {
-        "Wk": params.key_proj[run].tolist(),
-        "Wv": params.value_proj[run].tolist(),
-        "q": params.query[run].tolist(),
-        "w": params.readout[run].tolist(),
-        "b": float(params.bias[run]),
+        "Wk": n["Wk"][run].tolist(),
+        "Wv": n["Wv"][run].tolist(),
+        "q": n["q"][run].tolist(),
+        "w": n["w"][run].tolist(),
+        "b": float(n["b"][run]),
     }
 
 
@@ -45,9 +50,9 @@ def as_lesson_dict(params: model.Params, run: int) -> dict:
 
 
 def test_parameter_count():
-    assert model.parameter_count(CFG) == 19
-    assert model.parameter_count(ModelConfig(d_k=2, d_v=2)) == 13
-    assert len(model.flat_names(CFG)) == 19
+    assert interface.parameter_count(CFG, STEPS) == 19
+    assert interface.parameter_count(ModelConfig(d_k=2, d_v=2), STEPS) == 13
+    assert len(interface.flat_names(CFG, STEPS)) == 19
 
 
 @pytest.mark.parametrize("seed", [20260219, 20260220, 7])
@@ -57,21 +62,23 @@ def test_init_run_is_explicit_draws_in_order(seed):
     expected = [
         (uniforms[3 * j] + uniforms[3 * j + 1] + uniforms[3 * j + 2] - 1.5) * 0.9 for j in range(18)
     ] + [0.0]
-    assert model.init_run(seed, CFG) == expected
+    assert init_run(seed, lesson_layout(CFG), CFG.init_scale) == expected
 
 
 def test_init_layout_matches_lesson_dict():
-    params = model.init_params(20260218, [1, 2], CFG)
+    params = interface.init_params(20260218, [1, 2], CFG, STEPS)
+    n = params.named
     assert params.runs == 2
-    assert params.key_proj.shape == (2, 3, 2) and params.value_proj.shape == (2, 3, 2)
-    assert params.query.shape == (2, 3) and params.readout.shape == (2, 3)
-    assert params.bias.shape == (2,)
+    assert list(n) == ["Wk", "Wv", "q", "w", "b"]
+    assert n["Wk"].shape == (2, 3, 2) and n["Wv"].shape == (2, 3, 2)
+    assert n["q"].shape == (2, 3) and n["w"].shape == (2, 3)
+    assert n["b"].shape == (2,)
     for run, k in enumerate([1, 2]):
         assert as_lesson_dict(params, run) == lesson.init(20260218 + k)
 
 
 def test_flat_names_order():
-    names = model.flat_names(CFG)
+    names = interface.flat_names(CFG, STEPS)
     assert names[:6] == ["Wk_00", "Wk_01", "Wk_10", "Wk_11", "Wk_20", "Wk_21"]
     assert names[6:12] == ["Wv_00", "Wv_01", "Wv_10", "Wv_11", "Wv_20", "Wv_21"]
     assert names[12:] == ["q_0", "q_1", "q_2", "w_0", "w_1", "w_2", "b"]
@@ -81,7 +88,7 @@ def test_frame_round_trip_is_exact(tmp_path):
     params = random_params(4, seed=11, scale=3.0)
     seeds = [3, 1, 4, 15]
     frame = frames.params_to_frame(params, seeds, CFG, 12)
-    assert frame.columns.tolist() == ["seed", *model.flat_names(CFG)]
+    assert frame.columns.tolist() == ["seed", *interface.flat_names(CFG, STEPS)]
     write_parquet(tmp_path / "p.parquet", frame)
     for source in (frame, read_parquet(tmp_path / "p.parquet")):
         got_seeds, got = frames.params_from_frame(source, CFG, 12)
@@ -89,8 +96,8 @@ def test_frame_round_trip_is_exact(tmp_path):
         for a, b in zip(got.tensors(), params.tensors(), strict=True):
             assert a.dtype == F64 and torch.equal(a, b)
     # A named cell holds the parameter it names.
-    assert frame.loc[2, "Wv_21"] == float(params.value_proj[2, 2, 1])
-    assert frame.loc[3, "q_1"] == float(params.query[3, 1])
+    assert frame.loc[2, "Wv_21"] == float(params.named["Wv"][2, 2, 1])
+    assert frame.loc[3, "q_1"] == float(params.named["q"][3, 1])
 
 
 # --- forward ------------------------------------------------------------------------------
@@ -99,7 +106,7 @@ def test_frame_round_trip_is_exact(tmp_path):
 def test_forward_matches_reference_lesson():
     params = random_params(3, seed=5)
     inputs = random_inputs(6, 12, seed=6)
-    logits, weights = model.forward(params, inputs)
+    logits, weights = lesson_model.forward(params, inputs)
     assert logits.shape == (3, 6) and weights.shape == (3, 6, 12)
     for s in range(3):
         p = as_lesson_dict(params, s)
@@ -119,9 +126,9 @@ def test_forward_by_hand_one_example():
     flat[0, [12, 13]] = 1.0  # q_0, q_1
     flat[0, 15] = 1.0  # w_0
     flat[0, 18] = 0.25  # b
-    params = model.from_flat(flat, CFG)
+    params = interface.from_flat(flat, CFG, STEPS)
     inputs = torch.tensor([[[0.0, 0.0], [0.5, 1.0], [-1.0, 0.0]]], dtype=F64)
-    logits, weights = model.forward(params, inputs)
+    logits, weights = lesson_model.forward(params, inputs)
     scores = torch.tensor([0.0, 0.5 + 1.0, -1.0], dtype=F64) / math.sqrt(3)
     expected = torch.exp(scores) / torch.exp(scores).sum()
     torch.testing.assert_close(weights[0, 0], expected, rtol=1e-14, atol=0.0)
@@ -137,8 +144,8 @@ def test_dropped_step_equals_physically_removed_step():
         keep = [u for u in range(8) if u != t]
         dropped = torch.zeros(8, dtype=torch.bool)
         dropped[t] = True
-        logits, weights = model.forward(params, inputs, dropped=dropped)
-        short_logits, short_weights = model.forward(params, inputs[:, keep, :])
+        logits, weights = lesson_model.forward(params, inputs, dropped=dropped)
+        short_logits, short_weights = lesson_model.forward(params, inputs[:, keep, :])
         torch.testing.assert_close(logits, short_logits, rtol=1e-12, atol=1e-14)
         assert torch.equal(weights[..., t], torch.zeros(2, 5, dtype=F64))
         torch.testing.assert_close(weights[..., keep], short_weights, rtol=1e-12, atol=1e-15)
@@ -156,18 +163,18 @@ def test_dropped_mask_leading_dims():
     gen = torch.Generator().manual_seed(33)
     dropped = torch.rand(2, 5, 3, 4, 6, generator=gen) < 0.4
     dropped[..., 0] = False  # keep at least one step everywhere
-    logits, weights = model.forward(params, inputs, dropped=dropped)
+    logits, weights = lesson_model.forward(params, inputs, dropped=dropped)
     assert logits.shape == (2, 5, 3, 4) and weights.shape == (2, 5, 3, 4, 6)
     for i in range(2):
         for j in range(5):
-            one_logits, one_weights = model.forward(params, inputs, dropped=dropped[i, j])
+            one_logits, one_weights = lesson_model.forward(params, inputs, dropped=dropped[i, j])
             assert one_logits.shape == (3, 4)
             torch.testing.assert_close(logits[i, j], one_logits, rtol=1e-14, atol=1e-15)
             torch.testing.assert_close(weights[i, j], one_weights, rtol=1e-14, atol=1e-15)
             for s in range(3):
                 for n in range(4):
                     keep = (~dropped[i, j, s, n]).nonzero().squeeze(-1)
-                    short, _ = model.forward(params, inputs[n : n + 1, keep, :])
+                    short, _ = lesson_model.forward(params, inputs[n : n + 1, keep, :])
                     torch.testing.assert_close(
                         logits[i, j, s, n], short[s, 0], rtol=1e-12, atol=1e-14
                     )
@@ -178,28 +185,28 @@ def test_one_step_per_mask_batch():
     params = random_params(2, seed=41)
     inputs = random_inputs(3, 5, seed=42)
     eye = torch.eye(5, dtype=torch.bool)[:, None, None, :]
-    logits, _ = model.forward(params, inputs, dropped=eye)
+    logits, _ = lesson_model.forward(params, inputs, dropped=eye)
     assert logits.shape == (5, 2, 3)
     for t in range(5):
         keep = [u for u in range(5) if u != t]
-        short, _ = model.forward(params, inputs[:, keep, :])
+        short, _ = lesson_model.forward(params, inputs[:, keep, :])
         torch.testing.assert_close(logits[t], short, rtol=1e-12, atol=1e-14)
 
 
 def test_runs_do_not_interact():
     params = random_params(4, seed=51)
     inputs = random_inputs(7, 9, seed=52)
-    logits, weights = model.forward(params, inputs)
+    logits, weights = lesson_model.forward(params, inputs)
     for s in range(4):
         alone = params.map(lambda t, s=s: t[s : s + 1])
-        one_logits, one_weights = model.forward(alone, inputs)
+        one_logits, one_weights = lesson_model.forward(alone, inputs)
         torch.testing.assert_close(logits[s : s + 1], one_logits, rtol=0, atol=0)
         torch.testing.assert_close(weights[s : s + 1], one_weights, rtol=0, atol=0)
 
 
 def test_probability_clamps_logit():
     logits = torch.tensor([-100.0, -30.0, 0.0, 2.0, 100.0], dtype=F64)
-    p = model.probability(logits)
+    p = probability(logits)
     assert float(p[0]) == float(p[1]) == 1 / (1 + math.exp(30.0))
     assert float(p[2]) == 0.5
     assert math.isclose(float(p[3]), 1 / (1 + math.exp(-2.0)), rel_tol=1e-15)
