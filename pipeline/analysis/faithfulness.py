@@ -52,6 +52,7 @@ import torch
 
 from pipeline.analysis.explainers import EXPLAINERS, IG_STEPS, explain
 from pipeline.analysis.faithfulness_names import HIGHER_IS_BETTER, METRICS, RANDOM, competitors
+from pipeline.config import FaithfulnessConfig
 from pipeline.models.interface import forward
 from pipeline.models.params import Params
 from pipeline.models.pooling import probability
@@ -223,7 +224,7 @@ def battery_tensors(
     seeds: list[int],
     explainers: list[str] | None = None,
     n_steps: int = IG_STEPS,
-    order_seed: int = 0,
+    order_seed: int = FaithfulnessConfig.order_seed,
     seed_chunk: int = SEED_CHUNK,
 ) -> dict[str, dict[str, torch.Tensor]]:
     """{explainer: {metric: (S,)}} for the explainers (all by default) and `random`.
@@ -260,7 +261,7 @@ def battery(
     seeds: list[int],
     explainers: list[str] | None = None,
     n_steps: int = IG_STEPS,
-    order_seed: int = 0,
+    order_seed: int = FaithfulnessConfig.order_seed,
     seed_chunk: int = SEED_CHUNK,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """{"<seed>": {"<explainer>": {"<metric>": float}}} over held-out inputs (N, T, C).
