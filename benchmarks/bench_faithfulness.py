@@ -18,14 +18,17 @@ import time
 import pandas as pd
 import torch
 
-from pipeline import data, explainers, faithfulness, frames, model
+from pipeline import data
+from pipeline.analysis import explainers, faithfulness
 from pipeline.config import Config
-from pipeline.train import train
+from pipeline.models import frames, interface
+from pipeline.models.params import Params
+from pipeline.models.train import train
 
 
-def trained(cfg: Config, frame: pd.DataFrame, seeds: list[int]) -> model.Params:
+def trained(cfg: Config, frame: pd.DataFrame, seeds: list[int]) -> Params:
     inputs, labels, _ = frames.features(data.split_frame(frame, "train"), cfg.data.steps)
-    params = model.init_params(cfg.data.seed, seeds, cfg.model)
+    params = interface.init_params(cfg.data.seed, seeds, cfg.model, cfg.data.steps)
     return train(params, inputs, labels, cfg.train.epochs, cfg.train.lr)[0]
 
 

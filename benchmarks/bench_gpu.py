@@ -2,7 +2,7 @@
 
     python benchmarks/bench_gpu.py
 
-What is timed is the seed study's work per seed (pipeline.study.train_seeds:
+What is timed is the seed study's work per seed (pipeline.analysis.study.train_seeds:
 200 epochs of training, then every per-seed metric on the held-out set), float64,
 for 10^3, 10^5 and 10^6 seeds of the lesson and 10^3 seeds of each variant. The
 first case also warms CUDA up and is timed again. scripts/gpu_check.sh runs this.
@@ -14,7 +14,8 @@ import time
 
 import torch
 
-from pipeline import data, study
+from pipeline import data
+from pipeline.analysis import study
 from pipeline.config import compose, validate
 
 CASES = [

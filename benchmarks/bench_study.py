@@ -18,7 +18,8 @@ import time
 CHILD = """
 import json, resource, sys, time
 import torch
-from pipeline import data, study
+from pipeline import data
+from pipeline.analysis import study
 from pipeline.config import compose, validate
 cfg = validate(compose([f"study.seeds={sys.argv[1]}"]))
 frame = data.generate(cfg.data)

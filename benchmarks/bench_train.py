@@ -15,12 +15,12 @@ import torch
 
 from pipeline.config import Config
 from pipeline.data import generate, split_frame
-from pipeline.frames import features
-from pipeline.model import init_params
+from pipeline.models.frames import features
+from pipeline.models.interface import init_params
+from pipeline.models.train import train
 from pipeline.stages import evaluate
 from pipeline.stages import generate as generate_stage
 from pipeline.stages import train as train_stage
-from pipeline.train import train
 
 
 def seconds(fn, repeat: int = 3) -> float:
@@ -39,7 +39,8 @@ def bench_training(device: str, runs: int, cfg: Config) -> float:
     frame = split_frame(generate(cfg.data), "train")
     inputs, labels, _ = features(frame, cfg.data.steps)
     inputs, labels = inputs.to(device), labels.to(device)
-    params = init_params(cfg.data.seed, list(range(1, runs + 1)), cfg.model, device=device)
+    seeds = list(range(1, runs + 1))
+    params = init_params(cfg.data.seed, seeds, cfg.model, cfg.data.steps, device=device)
     return seconds(lambda: train(params, inputs, labels, cfg.train.epochs, cfg.train.lr))
 
 

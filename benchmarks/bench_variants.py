@@ -1,4 +1,4 @@
-"""Wall time of every model variant (issue 12), after imports.
+"""Wall time of every model kind (issue 12), after imports.
 
     python benchmarks/bench_variants.py [--seeds 1000] [--chunk 250] [--threads N] [kinds ...]
 
@@ -19,13 +19,14 @@ import time
 
 import torch
 
-from pipeline import study
-from pipeline.config import KINDS, compose, validate
+from pipeline.analysis import study
+from pipeline.config import compose, validate
 from pipeline.data import generate
+from pipeline.models import KINDS
+from pipeline.models.interface import parameter_count
 from pipeline.stages import evaluate
 from pipeline.stages import generate as generate_stage
 from pipeline.stages import train as train_stage
-from pipeline.variants import parameter_count
 
 
 def seconds(fn) -> tuple[float, float]:

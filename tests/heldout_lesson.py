@@ -7,15 +7,17 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline import data, frames, model
+from pipeline import data
 from pipeline.config import Config
+from pipeline.models import frames
+from pipeline.models.params import Params
 from pipeline.stages import generate, train
 
 
 @dataclass(frozen=True)
 class HeldoutLesson:
     seeds: list[int]
-    params: model.Params  # (S runs), trained as the train stage does
+    params: Params  # (S runs), trained as the train stage does
     inputs: torch.Tensor  # (N, T, C)
     labels: torch.Tensor  # (N,)
     marked: torch.Tensor  # (N,)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import glossary
 import pytest
 import torch
 import torch.nn.functional as F
 
-from pipeline import attention
+from pipeline.models import attention
 
 
 def seed_000_inputs(dtype: torch.dtype = torch.float32):
@@ -20,14 +21,14 @@ def seed_000_inputs(dtype: torch.dtype = torch.float32):
 
 def test_seed_000_matches_torch_sdpa():
     q, k, v = seed_000_inputs()
-    output, weights = attention.scaled_dot_product_attention(q, k, v)
+    output, weights = glossary.scaled_dot_product_attention(q, k, v)
     torch.testing.assert_close(output, F.scaled_dot_product_attention(q, k, v), atol=1e-6, rtol=0)
     assert [round(w, 3) for w in weights[0].tolist()] == [0.121, 0.741, 0.106, 0.032]
 
 
 def test_seed_000_weights_by_hand():
     q, k, v = seed_000_inputs(torch.float64)
-    _, weights = attention.scaled_dot_product_attention(q, k, v)
+    _, weights = glossary.scaled_dot_product_attention(q, k, v)
     for i in range(4):
         scores = [sum(q[i, d] * k[j, d] for d in range(8)) / 8**0.5 for j in range(4)]
         exps = [torch.exp(s) for s in scores]
@@ -38,7 +39,7 @@ def test_seed_000_weights_by_hand():
 def test_batched_heads_match_torch_sdpa():
     torch.manual_seed(1)
     q, k, v = torch.randn(3, 2, 5, 6, 4, dtype=torch.float64).unbind(0)
-    output, weights = attention.scaled_dot_product_attention(q, k, v)
+    output, weights = glossary.scaled_dot_product_attention(q, k, v)
     assert weights.shape == (2, 5, 6, 6)
     expected = F.scaled_dot_product_attention(q, k, v)
     torch.testing.assert_close(output, expected, rtol=1e-12, atol=1e-12)
@@ -109,8 +110,8 @@ def kept(mask: torch.Tensor) -> torch.Tensor:
 
 
 def test_seed_003_score_counts():
-    window = attention.sliding_window_mask(16, 4)
-    causal = attention.causal_mask(16)
+    window = glossary.sliding_window_mask(16, 4)
+    causal = glossary.causal_mask(16)
     assert window.shape == causal.shape == (16, 16)
     assert int(kept(window).sum()) == 58
     assert int(kept(causal).sum()) == 136
@@ -119,35 +120,35 @@ def test_seed_003_score_counts():
 
 
 def test_sliding_window_pattern_by_hand():
-    mask = kept(attention.sliding_window_mask(7, 3))
+    mask = kept(glossary.sliding_window_mask(7, 3))
     for i in range(7):
         assert [j for j in range(7) if mask[i, j]] == list(range(max(0, i - 2), i + 1))
-    causal = kept(attention.causal_mask(5))
+    causal = kept(glossary.causal_mask(5))
     for i in range(5):
         assert [j for j in range(5) if causal[i, j]] == list(range(i + 1))
     # A window as long as the sequence is plain causal attention.
-    assert torch.equal(attention.sliding_window_mask(9, 9), attention.causal_mask(9))
+    assert torch.equal(glossary.sliding_window_mask(9, 9), glossary.causal_mask(9))
 
 
 @pytest.mark.parametrize(("window", "length"), [(4, 16), (3, 20), (2, 9)])
 def test_receptive_field_by_composing_masks(window, length):
-    mask = kept(attention.sliding_window_mask(length, window)).to(torch.int64)
+    mask = kept(glossary.sliding_window_mask(length, window)).to(torch.int64)
     reach = mask
     for layers in range(1, 5):
         # Boolean reachability of the last token after `layers` stacked layers.
         reached = int((reach[-1] > 0).sum())
-        assert reached == attention.receptive_field(window, layers)
+        assert reached == glossary.receptive_field(window, layers)
         reach = ((mask @ reach) > 0).to(torch.int64)
 
 
 def test_seed_003_reach_numbers():
-    assert [attention.receptive_field(4, layers) for layers in range(1, 5)] == [4, 7, 10, 13]
+    assert [glossary.receptive_field(4, layers) for layers in range(1, 5)] == [4, 7, 10, 13]
 
 
 def test_causal_mask_matches_torch_sdpa():
     torch.manual_seed(3)
     q, k, v = torch.randn(3, 2, 6, 5, dtype=torch.float64).unbind(0)
-    output, weights = attention.scaled_dot_product_attention(q, k, v, attention.causal_mask(6))
+    output, weights = glossary.scaled_dot_product_attention(q, k, v, glossary.causal_mask(6))
     torch.testing.assert_close(
         output, F.scaled_dot_product_attention(q, k, v, is_causal=True), rtol=1e-12, atol=1e-12
     )
@@ -161,8 +162,8 @@ def test_causal_mask_matches_torch_sdpa():
 def test_sliding_window_mask_matches_torch_sdpa():
     torch.manual_seed(4)
     q, k, v = torch.randn(3, 16, 8, dtype=torch.float64).unbind(0)
-    mask = attention.sliding_window_mask(16, 4)
-    output, _ = attention.scaled_dot_product_attention(q, k, v, mask)
+    mask = glossary.sliding_window_mask(16, 4)
+    output, _ = glossary.scaled_dot_product_attention(q, k, v, mask)
     expected = F.scaled_dot_product_attention(q, k, v, attn_mask=kept(mask))
     torch.testing.assert_close(output, expected, rtol=1e-12, atol=1e-12)
     # The additive mask itself is accepted by torch too.
@@ -173,7 +174,7 @@ def test_sliding_window_mask_matches_torch_sdpa():
 
 def test_causal_mask_with_float32_inputs():
     q, k, v = seed_000_inputs()
-    output, _ = attention.scaled_dot_product_attention(q, k, v, attention.causal_mask(4))
+    output, _ = glossary.scaled_dot_product_attention(q, k, v, glossary.causal_mask(4))
     torch.testing.assert_close(
         output, F.scaled_dot_product_attention(q, k, v, is_causal=True), atol=1e-6, rtol=0
     )

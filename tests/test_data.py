@@ -7,8 +7,9 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, files, frames
+from pipeline import data, files
 from pipeline.config import DataConfig
+from pipeline.models import frames
 from tests.conftest import GOLDEN_DATA
 
 TWO32 = 2**32

@@ -7,8 +7,12 @@ import torch
 from captum.attr import FeatureAblation
 from heldout_lesson import heldout_lesson
 
-from pipeline import explainers, metrics, model
+from pipeline.analysis import explainers, metrics
 from pipeline.config import ModelConfig
+from pipeline.models import interface
+from pipeline.models import lesson as lesson_model
+from pipeline.models.params import Params
+from pipeline.models.pooling import probability
 
 F64 = torch.float64
 
@@ -23,8 +27,8 @@ def scores(lesson):
     return explainers.explain(lesson.params, lesson.inputs)
 
 
-def full_probability(params: model.Params, inputs: torch.Tensor) -> torch.Tensor:
-    return model.probability(model.forward(params, inputs)[0])
+def full_probability(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    return probability(lesson_model.forward(params, inputs)[0])
 
 
 def test_every_explainer_scores_every_step(lesson, scores):
@@ -38,7 +42,7 @@ def test_every_explainer_scores_every_step(lesson, scores):
 
 
 def test_attention_and_loo_are_the_lessons(lesson, scores):
-    logits, weights = model.forward(lesson.params, lesson.inputs)
+    logits, weights = lesson_model.forward(lesson.params, lesson.inputs)
     assert torch.equal(scores["attention"], weights)
     assert torch.equal(scores["loo"], metrics.ablation_effects(lesson.params, lesson.inputs))
 
@@ -46,22 +50,22 @@ def test_attention_and_loo_are_the_lessons(lesson, scores):
 def test_closed_form_ablation_matches_loo_on_every_heldout_example(lesson, scores):
     """o(without t) - o = a_t / (1 - a_t) (c - v_t), with v_t = w . V_t, c = sum_s a_s v_s."""
     params, inputs = lesson.params, lesson.inputs
-    _, weights = model.forward(params, inputs)
+    _, weights = lesson_model.forward(params, inputs)
     # Readouts from the 3-dim values themselves, not through value_direction.
-    values = torch.einsum("sdc,ntc->sntd", params.value_proj, inputs)  # V_t (S, N, T, d_v)
-    readouts = torch.einsum("sntd,sd->snt", values, params.readout)  # w . V_t
+    values = torch.einsum("sdc,ntc->sntd", params.named["Wv"], inputs)  # V_t (S, N, T, d_v)
+    readouts = torch.einsum("sntd,sd->snt", values, params.named["w"])  # w . V_t
     context = (weights * readouts).sum(-1, keepdim=True)
     shift = weights / (1 - weights) * (context - readouts)
     torch.testing.assert_close(
         shift, explainers.ablation_logit_shift(params, inputs), rtol=1e-10, atol=1e-13
     )
-    logits = model.forward(params, inputs)[0][..., None]
-    closed = (model.probability(logits + shift) - model.probability(logits)).abs()
+    logits = lesson_model.forward(params, inputs)[0][..., None]
+    closed = (probability(logits + shift) - probability(logits)).abs()
     assert weights.amax() < 0.999  # 1 - a_t stays well away from 0
     torch.testing.assert_close(closed, scores["loo"], rtol=1e-9, atol=1e-13)
     # And the logit shift itself against an explicit one-step drop.
     one_step = torch.eye(12, dtype=torch.bool)[:, None, None, :]
-    dropped = model.forward(params, inputs, dropped=one_step)[0].permute(1, 2, 0)
+    dropped = lesson_model.forward(params, inputs, dropped=one_step)[0].permute(1, 2, 0)
     torch.testing.assert_close(dropped - logits, shift, rtol=1e-9, atol=1e-12)
 
 
@@ -107,12 +111,15 @@ def test_gradient_family_matches_per_example_autograd(lesson, scores):
 def test_value_norm_by_hand():
     # One run, d_k = d_v = 1: key direction (0, 0) gives uniform weights 1/3;
     # value direction Wv^T w = (2, -1) * 0.5 = (1, -0.5).
-    params = model.Params(
-        key_proj=torch.zeros(1, 1, 2, dtype=F64),
-        value_proj=torch.tensor([[[2.0, -1.0]]], dtype=F64),
-        query=torch.ones(1, 1, dtype=F64),
-        readout=torch.tensor([[0.5]], dtype=F64),
-        bias=torch.zeros(1, dtype=F64),
+    params = Params(
+        ModelConfig(d_k=1, d_v=1),
+        {
+            "Wk": torch.zeros(1, 1, 2, dtype=F64),
+            "Wv": torch.tensor([[[2.0, -1.0]]], dtype=F64),
+            "q": torch.ones(1, 1, dtype=F64),
+            "w": torch.tensor([[0.5]], dtype=F64),
+            "b": torch.zeros(1, dtype=F64),
+        },
     )
     inputs = torch.tensor([[[0.0, 0.0], [-3.0, 0.0], [1.0, 1.0]]], dtype=F64)
     expected = torch.tensor([[[0.0, 1.0, 1 / 6]]], dtype=F64)  # a_t |x_t0 - 0.5 x_t1|
@@ -129,6 +136,6 @@ def test_runs_are_explained_independently(lesson, scores):
 
 
 def test_explain_rejects_unknown_names():
-    params = model.init_params(1, [1], ModelConfig())
+    params = interface.init_params(1, [1], ModelConfig(), 3)
     with pytest.raises(ValueError, match="unknown explainers \\['lime'\\]"):
         explainers.explain(params, torch.zeros(1, 3, 2, dtype=F64), ["attention", "lime"])

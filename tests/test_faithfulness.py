@@ -10,9 +10,11 @@ import torch
 from heldout_lesson import heldout_lesson
 from scipy.stats import kendalltau
 
-from pipeline import explainers, faithfulness, metrics, model
-from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.analysis import explainers, faithfulness, metrics
+from pipeline.config import PROJECT_ROOT, ModelConfig, compose, validate
 from pipeline.errors import ConfigError
+from pipeline.models import lesson as lesson_model
+from pipeline.models.params import Params
 
 F64 = torch.float64
 
@@ -122,15 +124,18 @@ def test_average_precision_against_definition():
 # --- removal: AOPC and flips, by hand ---------------------------------------------------------
 
 
-def mean_model(bias: float = 0.0) -> model.Params:
+def mean_model(bias: float = 0.0) -> Params:
     """One run, d_k = d_v = 1: uniform weights over the kept steps, logit = bias +
     mean of the kept readings (key direction 0, value direction (1, 0))."""
-    return model.Params(
-        key_proj=torch.zeros(1, 1, 2, dtype=F64),
-        value_proj=t([[[1.0, 0.0]]]),
-        query=torch.ones(1, 1, dtype=F64),
-        readout=torch.ones(1, 1, dtype=F64),
-        bias=t([bias]),
+    return Params(
+        ModelConfig(d_k=1, d_v=1),
+        {
+            "Wk": torch.zeros(1, 1, 2, dtype=F64),
+            "Wv": t([[[1.0, 0.0]]]),
+            "q": torch.ones(1, 1, dtype=F64),
+            "w": torch.ones(1, 1, dtype=F64),
+            "b": t([bias]),
+        },
     )
 
 
@@ -188,15 +193,15 @@ def test_removal_curves_against_a_loop(lesson):
         run = params.map(lambda x, s=s: x[s : s + 1])
         for n in range(inputs.shape[0]):
             x = inputs[n : n + 1]
-            logit = float(model.forward(run, x)[0])
+            logit = float(lesson_model.forward(run, x)[0])
             sign = 1.0 if logit > 0 else -1.0
             full = sigmoid(sign * logit)
             comp, suff, flip = 0.0, 0.0, steps
             for k in range(1, steps):
                 top = torch.zeros(1, 1, steps, dtype=torch.bool)
                 top[..., order[s, n, :k]] = True
-                without = float(model.forward(run, x, dropped=top)[0])
-                only = float(model.forward(run, x, dropped=~top)[0])
+                without = float(lesson_model.forward(run, x, dropped=top)[0])
+                only = float(lesson_model.forward(run, x, dropped=~top)[0])
                 comp += (full - sigmoid(sign * without)) / (steps - 1)
                 suff += (full - sigmoid(sign * only)) / (steps - 1)
                 if flip == steps and (without > 0) != (logit > 0):
@@ -225,7 +230,7 @@ def test_battery_document_shape(lesson_battery):
 
 
 def test_battery_lesson_identities(lesson, lesson_battery):
-    _, weights = model.forward(lesson.params, lesson.inputs)
+    _, weights = lesson_model.forward(lesson.params, lesson.inputs)
     hits = metrics.argmax_hit(weights, lesson.marked).tolist()
     for i, seed in enumerate(("1", "2")):
         runs = lesson_battery[seed]

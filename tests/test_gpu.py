@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import data, frames, study, train, variants
+from pipeline import data
+from pipeline.analysis import study
 from pipeline.config import compose, validate
+from pipeline.models import frames, interface, train
 from pipeline.stages import evaluate, generate
 from pipeline.stages import train as train_stage
 from tests.conftest import assert_golden
@@ -51,10 +53,10 @@ def test_every_model_forward_and_one_epoch_on_the_gpu_match_the_cpu(kind):
     inputs, labels, _ = frames.features(frame, cfg.data.steps)
     results = {}
     for device in ("cpu", "cuda"):
-        params = variants.init_params(cfg.data.seed, list(range(1, 9)), cfg.model, cfg.data.steps)
-        params = variants.with_tensors(params, [t.to(device) for t in params.tensors()])
+        params = interface.init_params(cfg.data.seed, list(range(1, 9)), cfg.model, cfg.data.steps)
+        params = params.with_tensors([t.to(device) for t in params.tensors()])
         x, y = inputs.to(device), labels.to(device)
-        logits, weights = variants.forward(params, x)
+        logits, weights = interface.forward(params, x)
         trained, history = train.train(params, x, y, 1, cfg.train.lr)
         results[device] = [logits, weights, history.loss, *trained.tensors()]
     for on_cpu, on_gpu in zip(results["cpu"], results["cuda"], strict=True):

@@ -6,7 +6,7 @@ import base64
 import re
 
 from pipeline.config import PROJECT_ROOT
-from pipeline.html_report import html_report
+from pipeline.reporting.html_report import html_report
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 

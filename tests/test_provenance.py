@@ -10,8 +10,8 @@ import pytest
 
 from pipeline import provenance
 from pipeline.config import load_params
+from pipeline.config.load import composed_yaml
 from pipeline.errors import ConfigError
-from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, faithfulness, generate, report, study, train
 from tests.conftest import small_overrides
 

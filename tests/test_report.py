@@ -13,18 +13,20 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline import figures, frames, golden, reading, report, study
+from pipeline.analysis import golden, study
 from pipeline.config import (
     PROJECT_ROOT,
     Config,
-    ConfigError,
     EvalConfig,
     PathsConfig,
     TrackingConfig,
     compose,
     validate,
 )
-from pipeline.params import composed_yaml
+from pipeline.config.load import composed_yaml
+from pipeline.errors import ConfigError
+from pipeline.models import frames
+from pipeline.reporting import figures, reading, report
 from pipeline.stages import evaluate, generate, train
 from pipeline.stages import faithfulness as faithfulness_stage
 from pipeline.stages import report as report_stage
@@ -314,7 +316,7 @@ def test_stage_refuses_a_study_of_another_size(workdir):
 
 
 def test_faithfulness_reading_names_where_metrics_disagree():
-    from pipeline.faithfulness import HIGHER_IS_BETTER
+    from pipeline.analysis.faithfulness_names import HIGHER_IS_BETTER
 
     reports = PROJECT_ROOT / "reports"
     document = json.loads((reports / "faithfulness.json").read_text())

@@ -14,8 +14,8 @@ import reference_lesson as lesson
 
 from pipeline import files
 from pipeline.config import PROJECT_ROOT
+from pipeline.config.load import composed_yaml
 from pipeline.errors import OrphanedError
-from pipeline.params import composed_yaml
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import STAGE_OUTPUTS, run_stage, small_overrides
 

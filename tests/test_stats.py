@@ -1,4 +1,4 @@
-"""pipeline.stats: distribution numbers, the multi-bootstrap and exact pair gaps."""
+"""pipeline.analysis.stats: distribution numbers, the multi-bootstrap and exact pair gaps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline import stats
+from pipeline.analysis import stats
 
 
 def test_describe_matches_numpy():

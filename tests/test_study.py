@@ -11,7 +11,9 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, study
+from pipeline import data
+from pipeline import study as study_app
+from pipeline.analysis import study
 from pipeline.config import compose, validate
 from pipeline.errors import ConfigError, DivergenceError
 from pipeline.stages import generate
@@ -167,6 +169,6 @@ def test_hydra_app_sweeps_one_study_per_config(tmp_path):
 
 
 def test_hydra_app_bad_value_is_one_line(app_in_process, tmp_path):
-    code, _, stderr = app_in_process(study, "study.chunk=0", f"hydra.run.dir={tmp_path}")
+    code, _, stderr = app_in_process(study_app, "study.chunk=0", f"hydra.run.dir={tmp_path}")
     assert code == 1
     assert stderr == "error: invalid config value study.chunk=0: must be an integer >= 1\n"

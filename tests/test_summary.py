@@ -6,8 +6,8 @@ import copy
 import json
 from dataclasses import replace
 
-from pipeline import summary
 from pipeline.config import PROJECT_ROOT, Config, TrainConfig
+from pipeline.reporting import summary
 
 REPORTS = PROJECT_ROOT / "reports"
 

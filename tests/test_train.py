@@ -8,11 +8,17 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, frames, model, train
-from pipeline.config import ConfigError, DataConfig, ModelConfig
+from pipeline import data
+from pipeline.config import DataConfig, ModelConfig
+from pipeline.errors import ConfigError
+from pipeline.models import frames, interface, train
+from pipeline.models import lesson as lesson_model
+from pipeline.models.lesson import TrainingSet, logits_and_gradients
+from pipeline.models.params import Params, to_flat
 
 CFG = ModelConfig()
 F64 = torch.float64
+STEPS = 12
 
 
 def random_set(n: int, steps: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -25,14 +31,19 @@ def random_set(n: int, steps: int, seed: int) -> tuple[torch.Tensor, torch.Tenso
     return inputs, labels
 
 
-def random_params(runs: int, seed: int, scale: float) -> model.Params:
+def random_params(runs: int, seed: int, scale: float) -> Params:
     gen = torch.Generator().manual_seed(seed)
-    return model.from_flat(torch.randn(runs, 19, generator=gen, dtype=F64) * scale, CFG)
+    flat = torch.randn(runs, 19, generator=gen, dtype=F64) * scale
+    return interface.from_flat(flat, CFG, STEPS)
 
 
-def autograd_gradients(params: model.Params, inputs, labels) -> tuple[torch.Tensor, model.Params]:
+def init_params(data_seed: int, seeds: list[int], cfg: ModelConfig = CFG) -> Params:
+    return interface.init_params(data_seed, seeds, cfg, STEPS)
+
+
+def autograd_gradients(params: Params, inputs, labels) -> tuple[torch.Tensor, Params]:
     leaves = params.map(lambda t: t.detach().clone().requires_grad_(True))
-    logits, _ = model.forward(leaves, inputs)
+    logits, _ = lesson_model.forward(leaves, inputs)
     # Runs are independent, so d(sum of per-run losses) / d(run s) is run s's gradient.
     train.mean_bce(logits, labels).sum().backward()
     return logits.detach(), leaves.map(lambda t: t.grad)
@@ -58,10 +69,11 @@ def test_hand_gradients_equal_autograd(scale, steps, seed):
     if scale == 5.0:
         # Large parameters: logits well past the clamp; the clamp moves p by < 1e-13 there.
         assert float(expected_logits.abs().max()) > 30.0
-    logits, gradients = train.logits_and_gradients(params, train.TrainingSet.build(inputs, labels))
+    logits, gradients = logits_and_gradients(params, TrainingSet.build(inputs, labels))
     torch.testing.assert_close(logits, expected_logits, rtol=1e-12, atol=1e-12)
+    assert list(expected.named) == ["Wk", "Wv", "q", "w", "b"]
     for name, got, want in zip(
-        ("Wk", "Wv", "q", "w", "b"), gradients.tensors(), expected.tensors(), strict=True
+        ("Wk", "Wv", "q", "w", "b"), gradients, expected.tensors(), strict=True
     ):
         assert got.shape == want.shape, name
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12, msg=name)
@@ -78,18 +90,18 @@ def test_hand_gradients_marked_step_extremes():
     for seed in (5, 6):
         params = random_params(3, seed, 1.5)
         expected_logits, expected = autograd_gradients(params, inputs, labels)
-        batch = train.TrainingSet.build(inputs, labels)
-        logits, gradients = train.logits_and_gradients(params, batch)
+        batch = TrainingSet.build(inputs, labels)
+        logits, gradients = logits_and_gradients(params, batch)
         torch.testing.assert_close(logits, expected_logits, rtol=1e-12, atol=1e-12)
-        for got, want in zip(gradients.tensors(), expected.tensors(), strict=True):
+        for got, want in zip(gradients, expected.tensors(), strict=True):
             torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
 
 
 def test_training_logits_equal_forward_logits():
     inputs, labels = small_lesson(31, 30, [20, 5, 5])
-    params = model.init_params(31, [1, 2, 3], CFG)
-    logits, _ = train.logits_and_gradients(params, train.TrainingSet.build(inputs, labels))
-    expected, _ = model.forward(params, inputs)
+    params = init_params(31, [1, 2, 3])
+    logits, _ = logits_and_gradients(params, TrainingSet.build(inputs, labels))
+    expected, _ = lesson_model.forward(params, inputs)
     torch.testing.assert_close(logits, expected, rtol=1e-12, atol=1e-13)
 
 
@@ -98,9 +110,9 @@ def test_hand_gradients_equal_lesson_gradient_step():
     inputs, labels = small_lesson(5150, 24, [12, 6, 6])
     examples = lesson.model_inputs(lesson.build_sequences(24, 5150))[:12]
     for k in (1, 2):
-        after, _ = train.train(model.init_params(5150, [k], CFG), inputs, labels, 1, 0.6)
+        after, _ = train.train(init_params(5150, [k]), inputs, labels, 1, 0.6)
         expected = torch.tensor(lesson.flat(lesson.train(5150 + k, examples, 1, 0.6)), dtype=F64)
-        torch.testing.assert_close(model.to_flat(after)[0], expected, rtol=1e-13, atol=1e-15)
+        torch.testing.assert_close(to_flat(after)[0], expected, rtol=1e-13, atol=1e-15)
 
 
 # --- training -------------------------------------------------------------------------------
@@ -109,15 +121,11 @@ def test_hand_gradients_equal_lesson_gradient_step():
 def test_batched_seeds_equal_seeds_alone():
     inputs, labels = small_lesson(4242, 60, [30, 15, 15])
     seeds = [1, 2, 3, 5, 8]
-    together, history = train.train(model.init_params(4242, seeds, CFG), inputs, labels, 30, 0.6)
+    together, history = train.train(init_params(4242, seeds), inputs, labels, 30, 0.6)
     for i, k in enumerate(seeds):
-        alone, alone_history = train.train(
-            model.init_params(4242, [k], CFG), inputs, labels, 30, 0.6
-        )
+        alone, alone_history = train.train(init_params(4242, [k]), inputs, labels, 30, 0.6)
         # Not bitwise: the batched contractions round differently at ~1e-16 (see report).
-        torch.testing.assert_close(
-            model.to_flat(alone)[0], model.to_flat(together)[i], rtol=1e-12, atol=1e-12
-        )
+        torch.testing.assert_close(to_flat(alone)[0], to_flat(together)[i], rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(
             alone_history.loss[:, 0], history.loss[:, i], rtol=1e-12, atol=1e-12
         )
@@ -135,15 +143,13 @@ def test_training_matches_reference_lesson(
     data_seed, sequences, split, steps, epochs, lr, run_seeds
 ):
     inputs, labels = small_lesson(data_seed, sequences, split, steps)
-    trained, history = train.train(
-        model.init_params(data_seed, run_seeds, CFG), inputs, labels, epochs, lr
-    )
+    trained, history = train.train(init_params(data_seed, run_seeds), inputs, labels, epochs, lr)
     examples = lesson.model_inputs(lesson.build_sequences(sequences, data_seed, steps))
     examples = examples[: split[0]]
     for i, k in enumerate(run_seeds):
         expected = lesson.train(data_seed + k, examples, epochs, lr)
         torch.testing.assert_close(
-            model.to_flat(trained)[i],
+            to_flat(trained)[i],
             torch.tensor(lesson.flat(expected), dtype=F64),
             rtol=1e-10,
             atol=1e-10,
@@ -158,14 +164,14 @@ def test_training_matches_reference_when_the_clamp_binds():
     """Large init (scale 6): some logits start beyond 30, where the lesson clamps p."""
     inputs, labels = small_lesson(4242, 60, [30, 15, 15])
     examples = lesson.model_inputs(lesson.build_sequences(60, 4242))[:30]
-    params = model.init_params(4242, [1, 2], ModelConfig(init_scale=6.0))
-    start, _ = model.forward(params, inputs)
+    params = init_params(4242, [1, 2], ModelConfig(init_scale=6.0))
+    start, _ = lesson_model.forward(params, inputs)
     assert float(start.abs().max()) > 30.0
     trained, _ = train.train(params, inputs, labels, 30, 0.6)
     for i, k in enumerate([1, 2]):
         expected = lesson.train(4242 + k, examples, 30, 0.6, init_scale=6.0)
         torch.testing.assert_close(
-            model.to_flat(trained)[i],
+            to_flat(trained)[i],
             torch.tensor(lesson.flat(expected), dtype=F64),
             rtol=1e-10,
             atol=1e-10,
@@ -174,9 +180,9 @@ def test_training_matches_reference_when_the_clamp_binds():
 
 def test_history_loss_is_before_each_update():
     inputs, labels = small_lesson(8, 20, [10, 5, 5])
-    params = model.init_params(8, [1], CFG)
+    params = init_params(8, [1])
     _, history = train.train(params, inputs, labels, 3, 0.6)
-    logits, _ = model.forward(params, inputs)
+    logits, _ = lesson_model.forward(params, inputs)
     by_hand = -(
         labels * torch.log(torch.sigmoid(logits)) + (1 - labels) * torch.log(torch.sigmoid(-logits))
     )
@@ -188,7 +194,7 @@ def test_history_loss_is_before_each_update():
 
 def test_divergence_raises_and_names_lr():
     inputs, labels = small_lesson(4242, 60, [30, 15, 15])
-    params = model.init_params(4242, [1, 2], ModelConfig(init_scale=50.0))
+    params = init_params(4242, [1, 2], ModelConfig(init_scale=50.0))
     with pytest.raises(train.DivergenceError, match=r"train\.lr"):
         train.train(params, inputs, labels, 20, 1e6)
 
@@ -209,17 +215,17 @@ def test_resolve_cuda_without_cuda_is_a_config_error():
 
 
 def test_autograd_training_reproduces_the_golden_numbers(default_cfg):
-    """The lesson trained with torch autograd through variants.forward, not the
+    """The lesson trained with torch autograd through interface.forward, not the
     hand-derived gradients, gives every golden number."""
     from pipeline.stages import evaluate, generate
     from tests.conftest import assert_golden
 
     frame, summary = generate.run(default_cfg)
     inputs, labels, _ = frames.features(data.split_frame(frame, "train"), 12)
-    params = model.init_params(default_cfg.data.seed, [1, 2], CFG)
+    params = init_params(default_cfg.data.seed, [1, 2])
     trained, history = train.train(params, inputs, labels, 200, 0.6, autograd=True)
     fast, fast_history = train.train(params, inputs, labels, 200, 0.6)
-    torch.testing.assert_close(model.to_flat(trained), model.to_flat(fast), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(to_flat(trained), to_flat(fast), rtol=1e-10, atol=1e-12)
     assert torch.equal(history.accuracy, fast_history.accuracy)
     document, _ = evaluate.run(default_cfg, frame, summary, trained)
     assert_golden(document)

@@ -1,7 +1,7 @@
-"""The window variant's compiled training loops (pipeline/window_kernel.py).
+"""The window kind's compiled training loops (pipeline/models/window_kernel.py).
 
-That they compute `variants.forward` and its autograd gradients is checked in
-tests/test_variants.py (test_training_logits_and_their_gradients_are_the_forwards);
+That they compute `window.attend` and its autograd gradients is checked in
+tests/test_models.py (test_training_logits_and_their_gradients_are_the_forwards);
 here: what the threads, tiles and blocks must not change, and failure.
 """
 
@@ -10,17 +10,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline import train, variants, window_kernel
 from pipeline.config import ModelConfig
 from pipeline.errors import DivergenceError
-from tests.test_variants import F64, STEPS, random_inputs, random_params, small_set
+from pipeline.models import interface, train, window, window_kernel
+from pipeline.models.params import to_flat
+from tests.test_models import F64, STEPS, random_inputs, random_params, small_set
 
 CFG = ModelConfig(kind="window")
 
 
 def context_and_gradients(params, inputs, threads: int) -> list[torch.Tensor]:
     leaves = params.map(lambda t: t.detach().requires_grad_(True))
-    logits = variants.training_logits(leaves, inputs, threads)
+    logits = interface.training_logits(leaves, inputs, threads)
     weights = torch.linspace(-1, 1, logits.numel(), dtype=F64).reshape(logits.shape)
     return [logits, *torch.autograd.grad((logits * weights).sum(), leaves.tensors())]
 
@@ -39,24 +40,26 @@ def test_threads_and_tiles_change_no_bit(monkeypatch):
 
 def test_training_in_one_block_or_many_is_the_same(monkeypatch):
     (train_x, train_y), _ = small_set()
-    initial = variants.init_params(4242, [1, 2, 3, 4, 5], CFG, STEPS)
+    initial = interface.init_params(4242, [1, 2, 3, 4, 5], CFG, STEPS)
     whole, _ = train.train(initial, train_x, train_y, 5, 0.6)
-    monkeypatch.setattr(train, "KERNEL_BLOCK", 2)
+    monkeypatch.setattr(window, "KERNEL_BLOCK", 2)
+    assert interface.training_block(initial, train_x) == (2, True)
     blocks, _ = train.train(initial, train_x, train_y, 5, 0.6)
-    assert torch.equal(variants.to_flat(whole), variants.to_flat(blocks))
+    assert torch.equal(to_flat(whole), to_flat(blocks))
 
 
 def test_training_leaves_torch_threads_as_they_were():
     (train_x, train_y), _ = small_set()
     before = torch.get_num_threads()
-    train.train(variants.init_params(4242, [1, 2], CFG, STEPS), train_x, train_y, 2, 0.6)
+    train.train(interface.init_params(4242, [1, 2], CFG, STEPS), train_x, train_y, 2, 0.6)
     assert torch.get_num_threads() == before
 
 
 def test_a_diverging_window_run_is_refused():
     """NaN and inf pass through the compiled loops (no fast-math that assumes them away)."""
     (train_x, train_y), _ = small_set()
-    initial = variants.init_params(4242, [1, 2], ModelConfig(kind="window", init_scale=50.0), STEPS)
+    cfg = ModelConfig(kind="window", init_scale=50.0)
+    initial = interface.init_params(4242, [1, 2], cfg, STEPS)
     before = torch.get_num_threads()
     with pytest.raises(DivergenceError, match=r"train\.lr"):
         train.train(initial, train_x, train_y, 20, 1e6)
@@ -66,7 +69,7 @@ def test_a_diverging_window_run_is_refused():
 def test_a_nan_parameter_gives_nan_logits_not_numbers():
     params = random_params(CFG, 3, seed=33)
     params.named["Wq_layer"][1, 0, 0] = float("nan")
-    logits = variants.training_logits(params, random_inputs(4, STEPS, seed=34))
+    logits = interface.training_logits(params, random_inputs(4, STEPS, seed=34))
     assert torch.isnan(logits[1]).all()
     assert torch.isfinite(logits[[0, 2]]).all()
 
@@ -76,7 +79,8 @@ def test_other_devices_train_through_forward():
     The meta device stands in for one here: shapes only, and no numpy view is taken."""
     params = random_params(CFG, 3, seed=35).map(lambda t: t.to("meta"))
     inputs = random_inputs(4, STEPS, seed=36).to("meta")
-    assert not variants.uses_window_kernel(params, inputs)
-    logits = variants.training_logits(params, inputs)
+    assert window.training_block(inputs) is None
+    assert interface.training_block(params, inputs) is None
+    logits = interface.training_logits(params, inputs)
     assert logits.device.type == "meta"
     assert logits.shape == (3, 4)

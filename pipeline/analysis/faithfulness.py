@@ -1,6 +1,6 @@
 """The faithfulness battery: every explainer scored against the model and the rationale.
 
-Scores are (S, N, T) per explainer (see `pipeline.explainers`). Each metric is
+Scores are (S, N, T) per explainer (see `pipeline.analysis.explainers`). Each metric is
 first computed per (run, example), shape (S, N), then averaged over the held-out
 examples, shape (S,).
 
@@ -8,7 +8,7 @@ Ordering: an explainer ranks the steps by descending score, ties by step index
 ("first max wins", a stable sort), so the order is deterministic.
 
 Removal: a removed step leaves the softmax and the rest renormalise, through
-variants.forward's `dropped` mask: the lesson's own ablation. At least one step
+interface.forward's `dropped` mask: the lesson's own ablation. At least one step
 always stays, so k runs over 1..T-1.
 
 Faithfulness, against the model's own behaviour:
