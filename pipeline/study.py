@@ -26,7 +26,7 @@ import torch
 from omegaconf import DictConfig
 from tqdm import tqdm
 
-from pipeline import data, frames, metrics, stats, sweep, tracking, variants
+from pipeline import data, frames, metrics, stats, tracking, variants
 from pipeline.config import (
     Config,
     StudyConfig,
@@ -38,7 +38,8 @@ from pipeline.config import (
 from pipeline.errors import ConfigError, DivergenceError, PipelineError
 from pipeline.files import write_bytes, write_json
 from pipeline.summary import study_line
-from pipeline.tracking import NUMBER_GROUPS, flatten
+from pipeline.tracking import sweep
+from pipeline.tracking.state import NUMBER_GROUPS, flatten
 from pipeline.train import device_and_dtype, finite_runs, train
 
 # The per-seed numbers summary.json describes, in its order; all are means over

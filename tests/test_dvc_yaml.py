@@ -69,4 +69,4 @@ def test_each_stage_lists_every_module_it_imports(stage):
 def test_the_closure_follows_function_level_imports():
     """pipeline.config imports pipeline.params inside a function: still a dep."""
     assert "pipeline/params.py" in import_closure("pipeline.config")
-    assert "pipeline/tracking.py" in import_closure("pipeline.stages.track")
+    assert "pipeline/tracking/runs.py" in import_closure("pipeline.stages.track")
