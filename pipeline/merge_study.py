@@ -1,58 +1,9 @@
 """Join a sharded study: `python -m pipeline.merge_study SWEEP_DIR --out FILE`.
 
-SWEEP_DIR holds the shard.pt files of `python -m pipeline.study -m
-study.shard=0/n,...,n-1/n` (any launcher). FILE gets the summary.json an
-unsharded run of the same seeds writes, byte for byte: shards are cut at chunk
-boundaries, so every run is trained exactly as it would be unsharded, and the
-bootstrap resamples the joined runs.
+A shim: the command lives in pipeline/tracking/merge_study.py.
 """
 
-from __future__ import annotations
-
-import argparse
-import sys
-from pathlib import Path
-
-from pipeline import study
-from pipeline.errors import PipelineError
-from pipeline.files import write_json
-from pipeline.summary import study_line
-
-
-def merge(sweep_dir: Path) -> dict:
-    """The study summary of the shards under `sweep_dir`."""
-    if not sweep_dir.is_dir():
-        raise PipelineError(f"no such sweep directory: {sweep_dir}")
-    cfg, runs, outside = study.merge_shards(sorted(sweep_dir.rglob(study.SHARD_FILE)))
-    return study.summarize(runs, cfg, study.lesson_accuracy(cfg, runs, outside))
-
-
-def os_reason(err: OSError, path: Path) -> str:
-    """strerror, and the path it is about where that is not `path` (a parent folder)."""
-    where = f": {err.filename}" if err.filename and Path(err.filename) != path else ""
-    return f"{err.strerror or err}{where}"
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("sweep_dir", type=Path, help="the sweep's directory (hydra.sweep.dir)")
-    parser.add_argument("--out", type=Path, required=True, help="where summary.json goes")
-    args = parser.parse_args(argv)
-    if args.out.is_dir():  # said before the merge, which may take a while
-        sys.exit(
-            f"error: --out {args.out} is a folder: name the summary file, "
-            f"e.g. --out {args.out / 'summary.json'}"
-        )
-    try:
-        summary = merge(args.sweep_dir)
-    except PipelineError as err:
-        sys.exit(f"error: {err}")
-    try:
-        write_json(args.out, summary)
-    except OSError as err:
-        sys.exit(f"error: cannot write {args.out}: {os_reason(err, args.out)}")
-    print(f"{study_line(summary)}; wrote {args.out}")
-
+from pipeline.tracking.merge_study import main
 
 if __name__ == "__main__":
     main()

@@ -13,11 +13,12 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from pipeline import sweep, tracking
+from pipeline import tracking
 from pipeline.config import Config, run_hydra_app
 from pipeline.files import write_json
 from pipeline.reporting.report import text_tables
 from pipeline.stages import evaluate, generate, train
+from pipeline.tracking import sweep
 
 
 def lesson(cfg: Config) -> dict:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from pipeline import data, sweep, tracking
+from pipeline import data, tracking
+from pipeline.tracking import sweep
 from pipeline.analysis.study import (
     SHARD_FILE,
     outside_accuracy,

@@ -16,8 +16,9 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.tracking import GAP_VIEW
-from pipeline.ui import mlflow_ui, runs_url
+from pipeline.tracking.store import experiment_id as find_experiment
+from pipeline.tracking.ui import mlflow_ui, runs_url
+from pipeline.tracking.view import GAP_VIEW
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # Without these, chromium keeps trying to reach Google's hosts on a closed network.
@@ -105,15 +106,10 @@ def show_charts(page, search: str) -> None:
 def screenshots(store: Path, artifacts: Path, out: Path, experiment: str) -> list[Path]:
     """The README's three pictures: the saved gap view (runs table), the gap
     per version, and the training loss grouped by version (mean line, min-max band)."""
-    import sqlite3
-    from contextlib import closing
-
-    with closing(sqlite3.connect(store)) as db:
-        (experiment_id,) = db.execute(
-            "SELECT experiment_id FROM experiments WHERE name = ?", (experiment,)
-        ).fetchone()
+    experiment_id = find_experiment(f"sqlite:///{Path(store).resolve()}", experiment)
+    if experiment_id is None:
+        raise SystemExit(f"error: no experiment {experiment!r} in {store}")
     out.mkdir(parents=True, exist_ok=True)
-    experiment_id = str(experiment_id)
     shots = []
     # One fresh browser per picture: the saved view would otherwise stay in force.
     with mlflow_ui(store, artifacts) as base:

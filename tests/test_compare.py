@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from pipeline import compare, tracking
+from pipeline import tracking
+from pipeline.tracking import compare
 from tests.test_tracking import committed_state
 
 

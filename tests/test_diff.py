@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from pipeline import diff
+from pipeline.tracking import diff
 
 PARAMS = {"params.yaml": {"train.lr": {"old": 0.6, "new": 0.3, "diff": -0.3}}}
 CHANGED = {

@@ -82,3 +82,4 @@ def test_the_closure_follows_function_level_imports_and_registered_kinds():
     closure = import_closure("pipeline.stages.generate")
     assert "pipeline/config/memory.py" in closure
     assert {"pipeline/models/lesson.py", "pipeline/models/window.py"} <= closure
+    assert "pipeline/tracking/runs.py" in import_closure("pipeline.stages.track")

@@ -15,9 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import data, history, merge_study, study, tracking
+from pipeline import data, study, tracking
 from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
 from pipeline.errors import PipelineError
+from pipeline.tracking import history, merge_study
 
 SMALL = ["study.seeds=40", "study.chunk=10", "study.bootstrap=50", "train.epochs=20"]
 
@@ -138,7 +139,7 @@ def test_a_failed_job_is_named_and_the_others_finish_and_are_logged(tmp_path):
 
 
 def test_an_unreachable_tracking_server_fails_the_job_at_once_naming_the_uri(tmp_path):
-    from pipeline.server import free_port
+    from pipeline.tracking.serving import free_port
 
     uri = f"http://127.0.0.1:{free_port()}"
     started = time.monotonic()
@@ -182,7 +183,7 @@ def require_postgres() -> None:
 @pytest.fixture(scope="module")
 def server():
     """PostgreSQL and `mlflow server` on free loopback ports, stopped afterwards."""
-    from pipeline.server import tracking_server
+    from pipeline.tracking.server import tracking_server
 
     require_postgres()
     # Not under pytest's tmp_path: as root, PostgreSQL runs as `postgres`, which
@@ -259,7 +260,7 @@ def test_submitit_local_runs_the_sweep_path_of_slurm(tmp_path):
 
 @pytest.mark.slow
 def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
-    from pipeline.server import free_port
+    from pipeline.tracking.serving import free_port
 
     require_postgres()
     root = Path(tempfile.mkdtemp(prefix="tracking-server-"))
@@ -394,7 +395,7 @@ def _alive(pid: int) -> bool:
 def test_a_stopped_sweep_stops_its_jobs_and_they_publish_nothing(tmp_path, signum):
     """Issue 22: after SIGTERM to a joblib sweep its loky workers ran on, and an
     in-flight job wrote its summary.json and logged a run."""
-    from pipeline.sweep import JOB_FILE
+    from pipeline.tracking.sweep import JOB_FILE
 
     sweep_dir = tmp_path / "sweep"
     command = [
@@ -479,7 +480,7 @@ def test_a_busy_port_is_one_error_naming_it_before_the_server_starts_anything(tm
 
 
 def test_a_server_answering_on_the_port_that_is_not_the_one_started_is_refused(tmp_path):
-    from pipeline.server import wait_serving
+    from pipeline.tracking.serving import wait_serving
 
     stand_in = subprocess.Popen(["sleep", "60"], start_new_session=True)  # listens nowhere
     try:
@@ -535,7 +536,7 @@ def server_root() -> Path:
 def test_the_server_s_postgres_wants_the_secret_which_no_command_line_or_log_shows(monkeypatch):
     import psycopg2
 
-    from pipeline.server import free_port
+    from pipeline.tracking.serving import free_port
 
     require_postgres()
     monkeypatch.delenv("PGPASSWORD", raising=False)
@@ -575,7 +576,7 @@ def test_the_server_s_postgres_wants_the_secret_which_no_command_line_or_log_sho
 
 @pytest.mark.slow
 def test_a_second_server_on_the_folder_names_the_log_and_a_killed_one_leaves_nothing_serving():
-    from pipeline.server import free_port
+    from pipeline.tracking.serving import free_port
 
     require_postgres()
     root, port = server_root(), free_port()
@@ -612,7 +613,7 @@ def test_a_second_server_on_the_folder_names_the_log_and_a_killed_one_leaves_not
 def test_a_job_whose_sweep_is_gone_ends_without_publishing(monkeypatch, capsys):
     import socket
 
-    from pipeline import sweep
+    from pipeline.tracking import sweep
 
     exits = []
 

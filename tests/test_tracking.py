@@ -10,10 +10,14 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from pipeline import history, tracking
+from pipeline import tracking
 from pipeline.config import PROJECT_ROOT, TrackingConfig
 from pipeline.data import generate
 from pipeline.errors import TrackingError
+from pipeline.tracking import history
+from pipeline.tracking import store as store_module
+from pipeline.tracking.client import complete
+from pipeline.tracking.store import artifact_location, store_error
 from tests.conftest import GOLDEN_RUNS
 
 REPORTS = PROJECT_ROOT / "reports"
@@ -187,7 +191,7 @@ def test_tracking_uri_comes_from_the_config_then_the_environment(monkeypatch, tm
 def test_an_unreachable_server_fails_fast_naming_the_uri(default_cfg, monkeypatch):
     import socket
 
-    monkeypatch.setattr(tracking, "SERVER_TIMEOUT_S", 1)
+    monkeypatch.setattr(store_module, "SERVER_TIMEOUT_S", 1)
     with socket.socket() as silent:  # accepts connections, never answers
         silent.bind(("127.0.0.1", 0))
         silent.listen()
@@ -325,7 +329,7 @@ def test_store_is_anchored_at_dvc_root(monkeypatch, tmp_path):
     monkeypatch.setenv("DVC_ROOT", str(tmp_path))
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     assert tracking.store_uri(TrackingConfig()) == f"sqlite:///{tmp_path / 'mlflow.db'}"
-    assert tracking.artifact_location() == (tmp_path / "mlartifacts").as_uri()
+    assert artifact_location() == (tmp_path / "mlartifacts").as_uri()
 
 
 def test_a_failed_attempt_is_not_taken_for_a_logged_state(default_cfg, store, monkeypatch):
@@ -382,6 +386,45 @@ def test_logged_run_reads_a_sqlite_store_without_mlflow(default_cfg, store, tmp_
     assert tracking.logged_run(store, "test", state.digest) is None
 
 
+def test_a_replaced_store_is_not_taken_for_the_one_the_record_names(
+    default_cfg, store, store_template, tmp_path
+):
+    """The record beside the store names the database file it was written for: a store
+    put in its place (deleted and made again, or copied over it) is asked again."""
+    import shutil
+
+    state = committed_state(default_cfg, store)
+    run_id, _ = tracking.log_state(state)
+    database = tmp_path / "mlflow.db"
+    assert (tmp_path / "mlflow.db.state.json").is_file()
+    assert tracking.logged_run(store, "test", state.digest) == run_id
+    shutil.copyfile(database, tmp_path / "kept.db")
+    database.unlink()
+    shutil.copyfile(store_template, database)  # an empty store where the old one was
+    assert tracking.logged_run(store, "test", state.digest) is None
+    # (Not logged again here: this process's MLflow keeps the deleted file open.)
+    database.unlink()
+    shutil.copy2(tmp_path / "kept.db", database)  # the old store back, mtime and all
+    assert tracking.logged_run(store, "test", state.digest) is None
+
+
+def test_the_record_is_read_without_mlflow(default_cfg, store):
+    import subprocess
+    import sys
+
+    state = committed_state(default_cfg, store)
+    run_id, _ = tracking.log_state(state)
+    probe = (
+        "import sys\nfrom pipeline import tracking\n"
+        f"print(tracking.logged_run({store!r}, 'test', {state.digest!r}))\n"
+        "print(sorted(m for m in ('mlflow', 'pandas', 'sqlalchemy') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=PROJECT_ROOT, capture_output=True, text=True
+    )
+    assert result.stdout.splitlines() == [run_id, "[]"], result.stderr
+
+
 def test_a_run_whose_logging_breaks_off_is_failed_and_carries_no_state():
     calls = []
 
@@ -396,10 +439,10 @@ def test_a_run_whose_logging_breaks_off_is_failed_and_carries_no_state():
         raise OSError("disk full")
 
     with pytest.raises(OSError, match="disk full"):
-        tracking._complete(Client(), "run", "digest", broken)
+        complete(Client(), "run", "digest", broken)
     assert calls == [("terminated", "FAILED")]
     calls.clear()
-    tracking._complete(Client(), "run", "digest", lambda: None)
+    complete(Client(), "run", "digest", lambda: None)
     assert calls == [("tag", tracking.STATE_TAG), ("terminated", "FINISHED")]
 
 
@@ -459,9 +502,9 @@ def test_artifacts_go_beside_the_store_and_a_copied_store_is_refused(
 def test_artifact_location_is_beside_a_sqlite_store(monkeypatch, tmp_path):
     monkeypatch.setenv("DVC_ROOT", str(tmp_path / "project"))
     store = f"sqlite:///{tmp_path / 'elsewhere' / 'mlflow.db'}"
-    assert tracking.artifact_location(store) == (tmp_path / "elsewhere" / "mlartifacts").as_uri()
+    assert artifact_location(store) == (tmp_path / "elsewhere" / "mlartifacts").as_uri()
     default = tracking.store_uri(TrackingConfig())
-    assert tracking.artifact_location(default) == (tmp_path / "project" / "mlartifacts").as_uri()
+    assert artifact_location(default) == (tmp_path / "project" / "mlartifacts").as_uri()
 
 
 def _readonly_error_text(tmp_path: Path) -> str:
@@ -490,12 +533,12 @@ def test_a_read_only_database_error_says_so(store, tmp_path):
     err = OperationalError("INSERT INTO runs ...", {}, Exception(reason))
     err.add_detail("raised as a result of Query-invoked autoflush; consider using a session")
     database = store.removeprefix("sqlite:///")
-    assert tracking.store_error(store, err) == (
+    assert store_error(store, err) == (
         f"cannot write MLflow store {store}: the database file {database} is read-only"
     )
     other = OperationalError("INSERT", {}, Exception("database is locked"))
     other.add_detail("raised as a result of Query-invoked autoflush; consider using a session")
-    assert tracking.store_error(store, other) == (
+    assert store_error(store, other) == (
         f"cannot write MLflow store {store}: (builtins.Exception) database is locked"
     )
 

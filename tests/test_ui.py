@@ -91,7 +91,7 @@ def test_pipeline_ui_prints_the_gap_view_and_stops_on_ctrl_c(default_cfg, store,
 
 
 def test_pipeline_ui_without_a_store_says_what_to_run(tmp_path, monkeypatch):
-    from pipeline import ui
+    from pipeline.tracking import ui
 
     monkeypatch.setenv("DVC_ROOT", str(tmp_path))
     with pytest.raises(SystemExit) as exit_:

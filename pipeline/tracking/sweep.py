@@ -28,10 +28,11 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig
 
-from pipeline import files, tracking
+from pipeline import files
 from pipeline.config import PROJECT_ROOT, Config, validate
 from pipeline.errors import OrphanedError, PipelineError
 from pipeline.files import read_json, write_json
+from pipeline.tracking.state import environment_tags, git_tags
 
 JOB_FILE = "job.json"
 # "<host> <pid> <start time>" of the sweep's process, for the jobs it starts.
@@ -56,8 +57,8 @@ def run_tags(cfg: Config) -> dict[str, str]:
 
     device = resolve_device(cfg.train.device).type
     return {
-        **tracking.git_tags(PROJECT_ROOT),
-        **tracking.environment_tags(device),
+        **git_tags(PROJECT_ROOT),
+        **environment_tags(device),
         **job_tags(),
     }
 

@@ -1,0 +1,64 @@
+"""MLflow tracking: one parent run per pipeline state, one child run per seed.
+
+Only the modules of this package import mlflow, and only inside functions:
+
+- store: the store's URI, SQLite file, artifacts folder and lock; creating it
+  whole; checking a server; its errors as one line
+- state: a pipeline state, its digest, and the tags and params it records
+- record: the store's record of the state logged last (the no-op check)
+- view: the MLflow UI's saved gap view
+- client: what every logger does through MLflow's client
+- runs: logging a pipeline state (parent and child runs)
+- study_runs: logging a seed study job
+- search: reading the logged states back
+- serving: free ports and waiting for a server
+- history, compare, diff: what the versions did (`python -m pipeline.history`, ...)
+- server, ui: a tracking server on PostgreSQL, MLflow's UI on the gap view
+- sweep, merge_study: Hydra jobs and sweeps, joining a sharded study
+
+The names below are the ones the stages and the Hydra apps use.
+"""
+
+from pipeline.tracking.record import logged_run
+from pipeline.tracking.runs import log_state
+from pipeline.tracking.search import search_parent_runs
+from pipeline.tracking.state import (
+    NUMBER_GROUPS,
+    STATE_TAG,
+    PipelineState,
+    environment_tags,
+    flatten,
+    git_tags,
+    lock_hashes,
+    state_digest,
+)
+from pipeline.tracking.store import (
+    check_server,
+    ensure_store,
+    experiment_id,
+    store_root,
+    store_uri,
+)
+from pipeline.tracking.study_runs import log_study
+from pipeline.tracking.view import GAP_VIEW
+
+__all__ = [
+    "GAP_VIEW",
+    "NUMBER_GROUPS",
+    "STATE_TAG",
+    "PipelineState",
+    "check_server",
+    "ensure_store",
+    "environment_tags",
+    "experiment_id",
+    "flatten",
+    "git_tags",
+    "lock_hashes",
+    "log_state",
+    "log_study",
+    "logged_run",
+    "search_parent_runs",
+    "state_digest",
+    "store_root",
+    "store_uri",
+]

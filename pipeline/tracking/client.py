@@ -1,0 +1,114 @@
+"""What every logger does through MLflow's client: the experiment, finding a
+logged state, one run with its params, metrics and dataset, completing a run.
+
+mlflow is imported inside the functions: the track stage's no-op check imports
+this package without it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from pipeline.tracking.state import STATE_TAG
+from pipeline.tracking.store import artifact_location, check_artifact_location
+from pipeline.tracking.view import save_view
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+BATCH = 1000  # MLflow's limit of metrics per log_batch call
+
+
+def metric_batches(values: dict[str, float], curves: pd.DataFrame | None = None):
+    from mlflow.entities import Metric
+
+    now = int(time.time() * 1000)
+    metrics = [Metric(key, float(value), now, 0) for key, value in values.items()]
+    if curves is not None:
+        for column in ("loss", "accuracy"):
+            metrics += [
+                Metric(f"train/{column}", float(value), now, int(step))
+                for step, value in zip(curves["epoch"], curves[column], strict=True)
+            ]
+    for start in range(0, len(metrics), BATCH):
+        yield metrics[start : start + BATCH]
+
+
+def experiment(client, uri: str, name: str) -> str:
+    """The id of experiment `name`, created (with the gap view) when missing."""
+    from mlflow.exceptions import MlflowException
+
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        # A server keeps artifacts where it was told to (its artifact root), a local
+        # store beside itself.
+        remote = uri.startswith(("http://", "https://"))
+        try:
+            experiment_id = client.create_experiment(
+                name, artifact_location=None if remote else artifact_location(uri)
+            )
+        except MlflowException:  # another worker of the sweep created it first
+            found = client.get_experiment_by_name(name)
+            if found is None:
+                raise
+            experiment_id = found.experiment_id
+    else:
+        experiment_id = found.experiment_id
+    if found is not None:  # before anything is logged into a folder not its own
+        check_artifact_location(uri, found.artifact_location)
+    save_view(client, experiment_id, None if found is None else found.tags)
+    return experiment_id
+
+
+def find_state(client, experiment_id: str, digest: str) -> str | None:
+    """The active run that carries state `digest`, through MLflow's search."""
+    runs = client.search_runs(
+        [experiment_id], filter_string=f"tags.{STATE_TAG} = '{digest}'", max_results=1
+    )
+    return runs[0].info.run_id if runs else None
+
+
+def source_tags(source: str) -> dict[str, str]:
+    """Creator and source as mlflow.start_run would set them."""
+    from mlflow.tracking.context.registry import resolve_tags
+
+    # MlflowClient.create_run does not resolve these itself; the source's name
+    # would be the path of a DVC temporary copy for queued experiments.
+    return resolve_tags({"mlflow.source.name": source})
+
+
+def log_run(
+    client,
+    experiment_id: str,
+    name: str,
+    tags: dict,
+    params: dict,
+    values: dict,
+    curves: pd.DataFrame | None = None,
+    dataset=None,
+) -> str:
+    from mlflow.entities import Param
+
+    run = client.create_run(experiment_id, run_name=name, tags=tags)
+    run_id = run.info.run_id
+    param_list = [Param(k, v[:6000]) for k, v in params.items()]
+    for start in range(0, len(param_list), 100):
+        client.log_batch(run_id, params=param_list[start : start + 100])
+    for batch in metric_batches(values, curves):
+        client.log_batch(run_id, metrics=batch)
+    if dataset is not None:
+        client.log_inputs(run_id, datasets=[dataset])
+    return run_id
+
+
+def complete(client, run: str, digest: str, log_rest) -> None:
+    """log_rest(), then the state tag: a failure marks the run FAILED, and since only
+    a complete run carries the state, a failed attempt is retried."""
+    try:
+        log_rest()
+    except BaseException:
+        client.set_terminated(run, "FAILED")
+        raise
+    client.set_tag(run, STATE_TAG, digest)
+    client.set_terminated(run)

@@ -1,0 +1,90 @@
+"""The model variants side by side: `python -m pipeline.compare`.
+
+Reads the tracked versions from the MLflow store (as pipeline.history does) and
+prints one row per version, variant (`model.kind`) first: its parameter count,
+the run-to-run gap and held-out range, the lesson's per-seed numbers as means
+over the version's seeds, each variant's own numbers (sink mass, per-head marker
+mass and argmax hit), and the seed study's summary where the version has one.
+A column a variant does not have stays empty.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from pipeline.errors import PipelineError
+from pipeline.files import write_csv
+from pipeline.tracking.history import metric, read_store, store_parser, text_table
+
+# Parent metric -> column. The gap's name before the namespaces is the fallback.
+PARENT_COLUMNS = {
+    "model/parameters": "params",
+    "gap/seed_gap": "gap",
+    "gap/heldout_min": "heldout_min",
+    "gap/heldout_max": "heldout_max",
+    "study/heldout_accuracy/mean": "study_heldout",
+    "study/marker_mass/mean": "study_mass",
+    "study/pair_gap/p_at_least_observed": "study_p_gap",
+}
+# Per-seed metric (under lesson/) -> column of its mean over the version's seeds.
+SEED_COLUMNS = {
+    "heldout_accuracy": "heldout",
+    "marker_mass": "mass",
+    "argmax_hit": "hit",
+    "weight_effect_agreement": "agree",
+}
+VARIANT_PARAMS = ("model.kind", "model.heads", "model.positional", "model.window")
+
+
+def variant_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame:
+    """One row per parent run, oldest first."""
+    if parents.empty:
+        return pd.DataFrame()
+    parents = parents.sort_values("start_time").set_index("run_id")
+    kind = parents.get("params.model.kind", pd.Series(index=parents.index, dtype=object))
+    table = pd.DataFrame(
+        {"variant": kind.fillna("lesson"), "version": parents["tags.mlflow.runName"]}
+    )
+    for key in VARIANT_PARAMS[1:]:  # where they tell the rows apart
+        if f"params.{key}" in parents and parents[f"params.{key}"].nunique() > 1:
+            table[key.removeprefix("model.")] = parents[f"params.{key}"]
+    table["gap"] = metric(parents, "gap/seed_gap", "seed_gap")
+    for name, column in PARENT_COLUMNS.items():
+        if f"metrics.{name}" in parents and column != "gap":
+            table[column] = parents[f"metrics.{name}"]
+    if "params" in table:
+        table["params"] = table["params"].round().astype("Int64")
+    seeds = children.set_index("tags.mlflow.parentRunId")
+    for name, column in SEED_COLUMNS.items():
+        table[column] = metric(seeds, f"lesson/{name}", name).groupby(level=0).mean()
+    # The variants' own numbers (pipeline.metrics.variant_values): sink, per head.
+    prefixes = ("metrics.lesson/sink_", "metrics.lesson/head_")
+    own = [c for c in seeds.columns if c.startswith(prefixes)]
+    for column in sorted(own):
+        table[column.removeprefix("metrics.lesson/")] = seeds[column].groupby(level=0).mean()
+    order = ["variant", "version", *[c for c in table.columns if c not in ("variant", "version")]]
+    return table[order].reset_index(drop=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = store_parser(__doc__.splitlines()[0])
+    parser.add_argument("--csv", type=Path, help="also write the table as CSV")
+    args = parser.parse_args(argv)
+    uri, parents, children = read_store(args)
+    try:
+        table = variant_table(parents, children)
+    except PipelineError as err:
+        sys.exit(f"error: cannot read {uri}: {err}")
+    if table.empty:
+        sys.exit(f"error: no runs recorded in {uri}")
+    print(text_table(table))
+    if args.csv:
+        write_csv(args.csv, table)
+        print(f"wrote {args.csv}")
+
+
+if __name__ == "__main__":
+    main()

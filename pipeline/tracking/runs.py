@@ -1,0 +1,197 @@
+"""Logging a pipeline state: one parent run per state, one child run per seed.
+
+Metric names are namespaced so that MLflow's chart view groups them: `gap/`
+(the run-to-run gap, on the parent), `data/` (the data checks), `model/`,
+`study/` and `faithfulness/study/` on the parent; `lesson/` (SPEC section 4),
+`faithfulness/` and the curves `train/loss`, `train/accuracy` on each seed's
+run. reports/metrics.json keeps its own keys: only the MLflow names differ.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from pathlib import Path
+
+from pipeline.config import PARAMS_FILE, Config
+from pipeline.tracking import record
+from pipeline.tracking.client import complete, experiment, find_state, log_run, source_tags
+from pipeline.tracking.state import (
+    PipelineState,
+    baseline_config,
+    changed_params,
+    nested_metrics,
+    number_params,
+    version_label,
+)
+from pipeline.tracking.store import locked, store_root, store_uri
+
+# metrics.json's cross-seed keys -> MLflow names; heldout_min/max come from the runs.
+GAP_METRICS = {
+    "seed_gap": "gap/seed_gap",
+    "heldout_accuracy_mean": "gap/heldout_mean",
+    "heldout_accuracy_std": "gap/heldout_std",
+}
+MODEL_METRICS = {"parameters": "model/parameters"}
+
+
+def log_state(state: PipelineState) -> tuple[str, bool]:
+    """Log `state` unless the store has it. Returns (parent run id, newly logged)."""
+    uri = store_uri(state.cfg.tracking)
+    return locked(uri, lambda: _log_locked(uri, state))
+
+
+def parent_metrics(state: PipelineState) -> dict[str, float]:
+    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/."""
+    document = state.metrics
+    heldout = [run["heldout_accuracy"] for run in document["runs"].values()]
+    values = {name: document[key] for key, name in GAP_METRICS.items() if key in document}
+    values["gap/heldout_min"], values["gap/heldout_max"] = min(heldout), max(heldout)
+    if "seed_gap" in document:
+        # The UI's chart labels round to 2 decimals (0.1056 and 0.1111 both read 0.11):
+        # the gap as a count of held-out sequences (19 against 20) tells them apart.
+        sequences = document["seed_gap"] * state.cfg.data.split[2]
+        values["gap/seed_gap_sequences"] = round(sequences)
+    values.update(nested_metrics(document["data"], "data/"))
+    for key, value in document.items():
+        if key not in ("data", "runs", *GAP_METRICS):
+            values.update(nested_metrics({MODEL_METRICS.get(key, f"lesson/{key}"): value}, ""))
+    if state.study is not None:  # no child run per study seed: 1000 would swamp the UI
+        values.update(nested_metrics(state.study, "study/"))
+    if state.study_faithfulness is not None:
+        explainers = state.study_faithfulness["explainers"]
+        values.update(nested_metrics(explainers, "faithfulness/study/"))
+    return values
+
+
+def description(cfg: Config, values: dict[str, float], baseline: Config, label: str) -> str:
+    """One line for mlflow.note.content: what changed, and the gap (`values`: the
+    parent's metrics)."""
+    changes = changed_params(cfg, baseline)
+    changed = ", ".join(f"{key} {old}\u2192{new}" for key, (old, new) in changes.items())
+    gap = (
+        f"gap {values['gap/seed_gap']:.4f} (held-out "
+        f"{values['gap/heldout_min']:.4f}\u2013{values['gap/heldout_max']:.4f})"
+    )
+    return f"{changed or 'no change against ' + label}; {gap}"
+
+
+def run_tags(state: PipelineState) -> dict[str, str]:
+    """Creator and source as mlflow.start_run would set them, and the pipeline's tags."""
+    return {**source_tags(state.source), **state.tags}
+
+
+def dataset_input(state: PipelineState):
+    """The sequences as an MLflow dataset, its path as source. The digest is the md5
+    of the file's bytes, as DVC records it, whoever logs: the DVC pipeline and the
+    Hydra app (which writes no file) name the same data alike."""
+    if state.sequences is None:
+        return None
+    import mlflow.data
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    from pipeline.files import parquet_bytes
+
+    path = state.cfg.paths.sequences
+    digest = hashlib.md5(parquet_bytes(state.sequences)).hexdigest()
+    with warnings.catch_warnings():
+        # Two registered sources claim a local path (the same class), and integer
+        # columns draw a hint about missing values: neither applies here.
+        warnings.filterwarnings("ignore", message="The specified dataset source")
+        warnings.filterwarnings("ignore", message="Hint: Inferred schema contains integer")
+        dataset = mlflow.data.from_pandas(
+            state.sequences, source=path, name=Path(path).stem, digest=digest
+        )
+        described = dataset.to_dict()  # name, digest, source, source type, schema, profile
+    entity = Dataset(
+        name=described["name"],
+        digest=described["digest"],
+        source_type=described["source_type"],
+        source=described["source"],
+        schema=described.get("schema"),
+        profile=described.get("profile"),
+    )
+    return DatasetInput(entity, tags=[InputTag("mlflow.data.context", "training")])
+
+
+def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment_id = experiment(client, uri, state.cfg.tracking.experiment)
+    digest = state.digest
+    existing = find_state(client, experiment_id, digest)
+    if existing:
+        record.remember(uri, state.cfg.tracking.experiment, digest, existing)
+        return existing, False
+
+    name = version_label(state.tags)
+    baseline, label = baseline_config(store_root())
+    values = parent_metrics(state)
+    tags = {
+        **run_tags(state),
+        "version": name,
+        "mlflow.note.content": description(state.cfg, values, baseline, label),
+    }
+    dataset = dataset_input(state)
+    # A run without a study or a battery (python -m pipeline.run) has no such params.
+    skipped = tuple(
+        f"{group}."
+        for group, part in (("study", state.study), ("faithfulness", state.faithfulness))
+        if part is None
+    )
+    params = {k: v for k, v in number_params(state.cfg).items() if not k.startswith(skipped)}
+    parent = log_run(client, experiment_id, name, tags, params, values, dataset=dataset)
+    complete(
+        client,
+        parent,
+        digest,
+        lambda: _log_children_and_artifacts(client, experiment_id, parent, state, tags, dataset),
+    )
+    record.remember(uri, state.cfg.tracking.experiment, digest, parent)
+    return parent, True
+
+
+def _log_children_and_artifacts(
+    client, experiment_id: str, parent: str, state, parent_tags: dict, dataset
+) -> None:
+    """A run per lesson seed, named `<version> / seed <k>` and tagged with the version
+    and the params that differ from the defaults, so the UI can group by version."""
+    battery = (state.faithfulness or {}).get("runs", {})
+    version = parent_tags["version"]
+    differing = {key: new for key, (_, new) in changed_params(state.cfg, Config()).items()}
+    inherited = {k: v for k, v in parent_tags.items() if k != "mlflow.note.content"}
+    for seed, numbers in state.metrics["runs"].items():
+        child_tags = {
+            **inherited,
+            **differing,
+            "mlflow.parentRunId": parent,
+            "seed": seed,
+            "mlflow.note.content": f"{version}, run {seed} of train.seeds",
+        }
+        values = {
+            **nested_metrics(numbers, "lesson/"),
+            **nested_metrics(battery.get(seed, {}), "faithfulness/"),
+        }
+        child = log_run(
+            client,
+            experiment_id,
+            f"{version} / seed {seed}",
+            child_tags,
+            {"seed": seed},
+            values,
+            state.curves[state.curves["seed"] == int(seed)],
+            dataset,
+        )
+        client.set_terminated(child)
+    for path in state.artifacts:
+        if path.is_dir():
+            client.log_artifacts(parent, str(path), artifact_path=path.name)
+        elif path.exists():
+            # The study's files under study/: its faithfulness.json is not the lesson's.
+            folder = "study" if path.parent.name == "study" else None
+            client.log_artifact(parent, str(path), artifact_path=folder)
+    if state.report_html is not None:
+        client.log_text(parent, state.report_html, "report.html")
+    if state.params_yaml is not None:
+        client.log_text(parent, state.params_yaml, PARAMS_FILE)

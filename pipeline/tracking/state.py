@@ -1,0 +1,181 @@
+"""A pipeline state: what one parent run records, its digest, and the tags and
+params read from git, dvc.lock and the config (no mlflow, no pandas at import).
+
+A state (config, metrics, data and model hashes) is logged once: its digest is
+the run's `pipeline_state` tag, and a state already in the store is not logged
+again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import yaml
+
+from pipeline.config import PARAMS_FILE, Config, to_container
+from pipeline.errors import PipelineError
+
+if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
+    import pandas as pd
+
+STATE_TAG = "pipeline_state"
+# The config groups that shape a number; paths and tracking settings do not.
+NUMBER_GROUPS = ("data", "model", "train", "eval", "study", "faithfulness")
+UNSHAPING = ("tracking.", "paths.", "hydra.", "hydra/")  # overrides that change no number
+SOURCE_PATHS = ("pipeline", "conf", "dvc.yaml", "pyproject.toml")
+
+
+@dataclass
+class PipelineState:
+    """Everything one parent run records, read from the pipeline's outputs."""
+
+    cfg: Config
+    metrics: dict
+    curves: pd.DataFrame  # epoch, seed, loss, accuracy
+    tags: dict[str, str]
+    artifacts: list[Path] = field(default_factory=list)
+    sequences: pd.DataFrame | None = None  # logged as the runs' dataset input
+    report_html: str | None = None  # report.md with its figures embedded
+    params_yaml: str | None = None  # params.yaml as the config was read from it
+    study: dict | None = None  # the seed study's summary.json
+    faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
+    study_faithfulness: dict | None = None  # the battery over the study's runs
+    source: str = "dvc repro: pipeline/stages/track.py"  # what the UI's Source column says
+
+    @property
+    def digest(self) -> str:
+        battery = {"runs": self.faithfulness, "study": self.study_faithfulness}
+        return state_digest(self.cfg, self.metrics, self.tags, self.study, battery)
+
+
+def state_digest(
+    cfg: Config,
+    metrics: dict,
+    hashes: dict[str, str],
+    study: dict | None = None,
+    faithfulness: dict | None = None,
+) -> str:
+    """What identifies a state: the number-shaping config, the metrics, the study
+    summary, the faithfulness battery, and the dvc.lock hashes of data and models
+    (`lock_hashes`)."""
+    config = to_container(cfg)
+    content = {
+        "config": {group: config[group] for group in NUMBER_GROUPS},
+        "metrics": metrics,
+        "study": study,
+        "faithfulness": faithfulness,
+        "data": hashes.get("dvc.data_md5"),
+        "models": hashes.get("dvc.models_md5"),
+    }
+    if "sweep" in hashes:  # each job of each sweep is its own run, even when repeated
+        content["job"] = [hashes["sweep"], hashes["sweep.job"]]
+    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+
+
+def flatten(tree: dict, prefix: str = "") -> dict[str, str]:
+    flat: dict[str, str] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        else:
+            flat[name] = json.dumps(value) if isinstance(value, list) else str(value)
+    return flat
+
+
+def nested_metrics(document: dict, prefix: str) -> dict[str, float]:
+    """A JSON tree flattened to metric names, e.g. study/heldout_accuracy/mean."""
+    values: dict[str, float] = {}
+    for key, value in document.items():
+        if isinstance(value, dict):
+            values.update(nested_metrics(value, f"{prefix}{key}/"))
+        elif isinstance(value, list):
+            values.update(nested_metrics(dict(enumerate(value)), f"{prefix}{key}/"))
+        else:
+            values[f"{prefix}{key}"] = float(value)
+    return values
+
+
+def git_tags(root: Path) -> dict[str, str]:
+    def git(*args: str) -> str:
+        result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    commit = git("rev-parse", "HEAD")
+    # Code and config only: DVC rewrites params.yaml, dvc.lock and the outputs
+    # before this stage runs, so they would mark every run dirty.
+    dirty = bool(git("status", "--porcelain", "--untracked-files=no", "--", *SOURCE_PATHS))
+    return {"mlflow.source.git.commit": commit, "git.commit": commit, "git.dirty": str(dirty)}
+
+
+def lock_hashes(lock_file: Path, cfg: Config) -> dict[str, str]:
+    """md5 of the data and the models as recorded in dvc.lock."""
+    if not lock_file.exists():
+        return {}
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster
+    stages = yaml.load(lock_file.read_text(), Loader=loader).get("stages", {})  # noqa: S506
+    wanted = {"dvc.data_md5": cfg.paths.sequences, "dvc.models_md5": cfg.paths.parameters}
+    found = {}
+    for tag, path in wanted.items():
+        for stage in stages.values():
+            for out in stage.get("outs", []):
+                if out.get("path") == path:
+                    found[tag] = out.get("md5", "")
+    return found
+
+
+def environment_tags(device: str) -> dict[str, str]:
+    tags = {"torch_version": version("torch"), "device": device}
+    for env, tag in (("DVC_EXP_NAME", "dvc.exp_name"), ("DVC_EXP_BASELINE_REV", "dvc.baseline")):
+        if os.environ.get(env):
+            tags[tag] = os.environ[env]
+    return tags
+
+
+def version_label(tags: dict[str, str]) -> str:
+    """What a history row is called: the DVC experiment, the Hydra app's overrides,
+    else the commit."""
+    if tags.get("dvc.exp_name"):
+        return tags["dvc.exp_name"]
+    if "overrides" in tags:  # where the run is logged and its files go shape no number
+        shaping = [o for o in tags["overrides"].split() if not o.lstrip("+~").startswith(UNSHAPING)]
+        return " ".join(shaping) or "defaults"
+    commit = tags.get("git.commit", "")[:7] or "no-git"
+    return commit + ("-dirty" if tags.get("git.dirty") == "True" else "")
+
+
+def changed_params(cfg: Config, baseline: Config) -> dict[str, tuple[str, str]]:
+    """{key: (baseline value, value)} of the number-shaping params that differ."""
+    old, new = number_params(baseline), number_params(cfg)
+    return {key: (old.get(key, "-"), value) for key, value in new.items() if old.get(key) != value}
+
+
+def number_params(cfg: Config) -> dict[str, str]:
+    """The params a run records: the groups that shape a number, not paths or tracking."""
+    config = to_container(cfg)
+    return flatten({group: config[group] for group in NUMBER_GROUPS})
+
+
+def baseline_config(root: Path) -> tuple[Config, str]:
+    """What a run is compared with: the DVC experiment's baseline commit's params.yaml,
+    else the schema defaults (the lesson)."""
+    from pipeline.config import validate
+
+    rev = os.environ.get("DVC_EXP_BASELINE_REV", "")
+    if rev:
+        shown = subprocess.run(
+            ["git", "show", f"{rev}:{PARAMS_FILE}"], cwd=root, capture_output=True, text=True
+        )
+        if shown.returncode == 0:
+            try:
+                return validate(yaml.safe_load(shown.stdout)), f"baseline {rev[:7]}"
+            except (PipelineError, yaml.YAMLError):  # an older schema: use the defaults
+                pass
+    return Config(), "the lesson's defaults"

@@ -1,0 +1,60 @@
+"""Logging a seed study job (python -m pipeline.study): one run with the study/
+numbers, its lesson seeds' gap as gap/seed_gap and summary.json; no run per
+study seed (a thousand would swamp the UI)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.config import Config
+from pipeline.tracking.client import complete, experiment, find_state, log_run, source_tags
+from pipeline.tracking.state import nested_metrics, number_params, state_digest, version_label
+from pipeline.tracking.store import locked, store_uri
+
+
+def log_study(
+    cfg: Config, summary: dict, tags: dict[str, str], summary_file: Path
+) -> tuple[str, bool]:
+    """A study job's parent run (python -m pipeline.study): the study/ numbers, its
+    lesson seeds' gap as gap/seed_gap, summary.json; no run per study seed. Returns
+    (run id, newly logged)."""
+    uri = store_uri(cfg.tracking)
+    return locked(uri, lambda: _log_study_locked(uri, cfg, summary, tags, summary_file))
+
+
+def study_note(summary: dict) -> str:
+    gap = summary["pair_gap"]
+    return (
+        f"study of {summary['seeds']} seeds: held-out mean "
+        f"{summary['heldout_accuracy']['mean']:.4f}; pairs at least {gap['observed']:.4f} "
+        f"apart {gap['p_at_least_observed']:.4f}"
+    )
+
+
+def _log_study_locked(
+    uri: str, cfg: Config, summary: dict, tags: dict[str, str], summary_file: Path
+) -> tuple[str, bool]:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment_id = experiment(client, uri, cfg.tracking.experiment)
+    digest = state_digest(cfg, {}, tags, summary)
+    existing = find_state(client, experiment_id, digest)
+    if existing:
+        return existing, False
+    name = version_label(tags)
+    run_tags = {
+        **source_tags("python -m pipeline.study"),
+        **tags,
+        "version": name,
+        "mlflow.note.content": study_note(summary),
+    }
+    values = {"gap/seed_gap": summary["pair_gap"]["observed"], **nested_metrics(summary, "study/")}
+    run = log_run(client, experiment_id, name, run_tags, number_params(cfg), values)
+    complete(
+        client,
+        run,
+        digest,
+        lambda: client.log_artifact(run, str(summary_file), artifact_path="study"),
+    )
+    return run, True

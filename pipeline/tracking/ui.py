@@ -1,0 +1,107 @@
+"""Open MLflow's UI on the answer: `python -m pipeline.ui [--open]`.
+
+Starts `mlflow ui` on 127.0.0.1 (one worker) over the project's store, waits until
+it answers, prints the link to the experiment's saved gap view (the run-to-run
+gap across versions) and serves until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import webbrowser
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipeline.errors import PipelineError
+from pipeline.tracking.serving import check_port_free, free_port, wait_serving
+
+START_TIMEOUT_S = 120
+
+
+@contextmanager
+def mlflow_ui(store: Path, artifacts: Path | None = None, port: int | None = None) -> Iterator[str]:
+    """`mlflow ui` over a SQLite store on a loopback port; yields its base URL."""
+    port = port or free_port()
+    command = [
+        sys.executable, "-m", "mlflow", "ui",
+        "--backend-store-uri", f"sqlite:///{Path(store).resolve()}",
+        "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+    ]  # fmt: skip
+    if artifacts is not None:
+        command += ["--default-artifact-root", Path(artifacts).resolve().as_uri()]
+    fd, name = tempfile.mkstemp(prefix="mlflow-ui-", suffix=".log")
+    log = Path(name)
+    # No GenAI job consumers: the pipeline has none, and they outlive the UI.
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    with os.fdopen(fd, "wb") as sink:
+        server = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True, env=env
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_serving(url, server, log, START_TIMEOUT_S)
+        yield url
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    log.unlink()  # kept when something failed: the error names it
+
+
+def runs_url(base: str, experiment_id: str, mode: str = "TABLE", view: str | None = None) -> str:
+    """The experiment's training-runs view: `workflowType=machine_learning` opens
+    it instead of the GenAI overview (MLflow 3 remembers the choice per browser);
+    `view` names a view saved on the experiment (pipeline.tracking.view.GAP_VIEW)."""
+    shared = f"&viewStateShareKey={view}" if view else ""
+    return (
+        f"{base}/#/experiments/{experiment_id}/runs"
+        f"?workflowType=machine_learning&compareRunsMode={mode}{shared}"
+    )
+
+
+def _stop(signum: int, _frame) -> None:
+    raise KeyboardInterrupt  # SIGTERM too stops the UI it started, through the finally
+
+
+def main(argv: list[str] | None = None) -> None:
+    from pipeline.config import TrackingConfig
+    from pipeline.tracking.store import experiment_id as find_experiment
+    from pipeline.tracking.store import store_root
+    from pipeline.tracking.view import GAP_VIEW
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--experiment", default=TrackingConfig().experiment)
+    parser.add_argument("--port", type=int, help="default: a free port")
+    parser.add_argument("--open", action="store_true", help="open the link in a browser")
+    args = parser.parse_args(argv)
+    store = store_root() / "mlflow.db"
+    if not store.exists():
+        sys.exit(f"error: no MLflow store at {store}: run `dvc repro` first")
+    experiment_id = find_experiment(f"sqlite:///{store}", args.experiment)
+    if experiment_id is None:
+        sys.exit(f"error: no experiment {args.experiment!r} in {store}: run `dvc repro` first")
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        if args.port:
+            check_port_free("127.0.0.1", args.port)
+        with mlflow_ui(store, store.parent / "mlartifacts", args.port) as base:
+            link = runs_url(base, experiment_id, view=GAP_VIEW)
+            print(f"MLflow UI at {base}; the gap across versions:\n{link}\nCtrl-C stops it.")
+            sys.stdout.flush()
+            if args.open:
+                webbrowser.open(link)
+            while True:
+                signal.pause()
+    except PipelineError as err:
+        sys.exit(f"error: {err}")
+    except KeyboardInterrupt:
+        print("stopped")
+
+
+if __name__ == "__main__":
+    main()
