@@ -13,7 +13,6 @@ import hydra
 from omegaconf import DictConfig
 
 from pipeline import data, tracking
-from pipeline.tracking import sweep
 from pipeline.analysis.study import (
     SHARD_FILE,
     outside_accuracy,
@@ -26,6 +25,7 @@ from pipeline.analysis.study import (
 from pipeline.config import Config, run_hydra_app
 from pipeline.files import write_bytes, write_json
 from pipeline.reporting.summary import study_line
+from pipeline.tracking import sweep
 
 
 def study_job(cfg: Config) -> dict:

@@ -16,9 +16,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.tracking.store import experiment_id as find_experiment
-from pipeline.tracking.ui import mlflow_ui, runs_url
 from pipeline.tracking.view import GAP_VIEW
+from pipeline.tracking.ui import mlflow_ui
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # Without these, chromium keeps trying to reach Google's hosts on a closed network.
@@ -43,57 +42,49 @@ def chromium_page(width: int = 1500, height: int = 900):
             executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
         )
         try:
+            # A new context: a fresh profile, nothing in localStorage.
             page = browser.new_page(viewport={"width": width, "height": height})
             yield page
         finally:
             browser.close()
 
 
-GAP_COLUMNS = [
-    "gap/seed_gap",
-    "gap/heldout_min",
-    "gap/heldout_max",
-    "study/pair_gap/p_at_least_observed",
-]
+def open_gap_view(page, base: str, experiment: str) -> None:
+    """What docs/tracking.md tells a new user to do, from the UI's home page: the
+    sidebar's "Model training" switch, the experiment, Views > gap."""
+    page.goto(f"{base}/")
+    page.get_by_text("Model training", exact=True).first.click(timeout=120_000)
+    page.get_by_role("link", name=experiment, exact=True).first.click(timeout=120_000)
+    page.get_by_test_id("saved-views-trigger").click(timeout=120_000)
+    page.get_by_role("menuitem").filter(has_text=GAP_VIEW).first.click(timeout=60_000)
+    wait_for_gap_table(page)
 
 
-def page_state(experiment_id: str, group_by_version: bool) -> str:
-    """A script that seeds the browser's localStorage as if a user had chosen the
-    Model-training view, closed the assistant, picked the gap columns and (for
-    the charts) grouped the runs by their `version` tag."""
-    import json
+def wait_for_gap_table(page) -> None:
+    """The saved gap view's table: grouped by version, its gap columns loaded."""
+    page.get_by_text("Group by: version").first.wait_for(timeout=120_000)
+    gap_cells(page, "gap/seed_gap_sequences").first.wait_for(timeout=120_000)
 
-    state = {
-        "searchFilter": "",
-        "orderByKey": "attributes.start_time",
-        "orderByAsc": True,
-        "startTime": "ALL",
-        "lifecycleFilter": "Active",
-        "datasetsFilter": [],
-        "modelVersionFilter": "All Runs",
-        "selectedColumns": [f"metrics.`{name}`" for name in GAP_COLUMNS]
-        + ["params.`train.lr`", "params.`data.seed`", "params.`train.seeds`"],
-        "runsHiddenMode": "SHOW_ALL",
-        "hideEmptyCharts": True,
-        "useGroupedValuesInCharts": True,
-        "groupBy": {
-            "aggregateFunction": "average",
-            "groupByKeys": [{"mode": "tag", "groupByData": "version"}],
-        }
-        if group_by_version
-        else None,
-    }
-    items = {
-        f'MLflowLocalStorage-1.1-ExperimentPage-["{experiment_id}"]-ReactComponentState': (
-            json.dumps(state)
-        ),
-        "mlflow.workflowType_v1": "machine_learning",
-        "mlflow.assistant.panelOpen_v1": "false",
-        "mlflow.assistant.fab.autoOpenedOnFirstLoad_v1": "true",
-    }
-    return "".join(
-        f"localStorage.setItem({json.dumps(k)}, {json.dumps(v)});" for k, v in items.items()
+
+def gap_cells(page, metric: str):
+    """The table's cells of `metric`, one per run row and group row."""
+    return page.locator(f'[role="gridcell"][col-id="metrics.`{metric}`"]')
+
+
+def show_chart_view(page) -> None:
+    """The view buttons' second, the charts (the saved view filters them)."""
+    page.locator('label:has(input[name="runs-view-mode"][value="CHART"])').click(timeout=60_000)
+    page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
+
+
+def chart_labels(page, metric: str) -> list[str]:
+    """The value labels on the bars of `metric`'s chart, top to bottom."""
+    card = page.locator("[data-testid='experiment-view-compare-runs-card']").filter(
+        has=page.get_by_text(metric, exact=True)
     )
+    bars = card.first.locator(".js-plotly-plot .bartext")
+    bars.first.wait_for(timeout=120_000)
+    return [text.strip() for text in bars.all_text_contents()]
 
 
 def show_charts(page, search: str) -> None:
@@ -104,34 +95,25 @@ def show_charts(page, search: str) -> None:
 
 
 def screenshots(store: Path, artifacts: Path, out: Path, experiment: str) -> list[Path]:
-    """The README's three pictures: the saved gap view (runs table), the gap
-    per version, and the training loss grouped by version (mean line, min-max band)."""
-    experiment_id = find_experiment(f"sqlite:///{Path(store).resolve()}", experiment)
-    if experiment_id is None:
-        raise SystemExit(f"error: no experiment {experiment!r} in {store}")
+    """The README's three pictures, in one fresh browser (no state prepared),
+    clicking what docs/tracking.md says: the saved gap view (runs table), its
+    charts (the gap per version), and the training loss by version (the chart
+    search box: mean line over the seeds, min-max band)."""
     out.mkdir(parents=True, exist_ok=True)
-    shots = []
-    # One fresh browser per picture: the saved view would otherwise stay in force.
-    with mlflow_ui(store, artifacts) as base:
-        with chromium_page() as page:
-            page.add_init_script(page_state(experiment_id, group_by_version=False))
-            page.goto(runs_url(base, experiment_id, view=GAP_VIEW))
-            page.get_by_text("gap/seed_gap").first.wait_for(timeout=120_000)
-            page.wait_for_timeout(2000)
-            shots.append(out / "mlflow-runs-table.png")
-            page.screenshot(path=shots[-1])
-        for grouped, search, name in (
-            (False, "gap/", "mlflow-gap-per-version.png"),
-            (True, "train/loss", "mlflow-loss-by-version.png"),
-        ):
-            with chromium_page() as page:
-                page.add_init_script(page_state(experiment_id, group_by_version=grouped))
-                page.goto(runs_url(base, experiment_id, "CHART"))
-                show_charts(page, search)
-                page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
-                page.wait_for_timeout(5000)
-                shots.append(out / name)
-                page.screenshot(path=shots[-1])
+    shots = [out / name for name in ("mlflow-runs-table.png", "mlflow-gap-per-version.png")]
+    shots.append(out / "mlflow-loss-by-version.png")
+    with mlflow_ui(store, artifacts) as base, chromium_page() as page:
+        open_gap_view(page, base, experiment)
+        page.wait_for_timeout(2000)
+        page.screenshot(path=shots[0])
+        show_chart_view(page)
+        chart_labels(page, "gap/seed_gap_sequences")
+        page.wait_for_timeout(3000)
+        page.screenshot(path=shots[1])
+        show_charts(page, "train/loss")
+        page.get_by_text("train/loss", exact=True).first.wait_for(timeout=120_000)
+        page.wait_for_timeout(5000)
+        page.screenshot(path=shots[2])
     return shots
 
 

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import data, study, tracking
+from pipeline import data, tracking
+from pipeline.analysis import study
 from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
 from pipeline.errors import PipelineError
 from pipeline.tracking import history, merge_study

@@ -136,7 +136,10 @@ def test_the_experiment_carries_the_gap_view(default_cfg, store):
 
     tracking.log_state(committed_state(default_cfg, store))
     tags = MlflowClient(store).get_experiment_by_name("test").tags
-    view = json.loads(tags[f"mlflow.sharedViewState.{tracking.GAP_VIEW}"])
+    # The UI's saved-view envelope (what its Views menu lists), the state inside.
+    envelope = json.loads(tags[f"mlflow.sharedViewState.{tracking.GAP_VIEW}"])
+    assert envelope["name"] == tracking.GAP_VIEW and isinstance(envelope["createdAt"], int)
+    view = json.loads(envelope["state"])
     assert view["groupBy"]["groupByKeys"] == [{"mode": "tag", "groupByData": "version"}]
     assert "metrics.`gap/seed_gap`" in view["selectedColumns"]
 

@@ -1,5 +1,6 @@
-"""MLflow's web UI in a real headless browser (Debian's chromium via playwright):
-the versions and the gap chart a user looks for are on the page."""
+"""MLflow's web UI in a real headless browser (Debian's chromium via playwright),
+each test in a fresh browser profile, as a new user opens it: the two versions'
+gaps, apart, in the saved gap view's table and charts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,17 @@ from pathlib import Path
 import pytest
 
 from pipeline import tracking
-from scripts.mlflow_ui import CHROMIUM, chromium_page, mlflow_ui, runs_url, show_charts
+from pipeline.tracking.ui import UI_HOST
+from scripts.mlflow_ui import (
+    CHROMIUM,
+    chart_labels,
+    chromium_page,
+    gap_cells,
+    mlflow_ui,
+    open_gap_view,
+    show_chart_view,
+    wait_for_gap_table,
+)
 from tests.test_tracking import committed_state
 
 pytestmark = pytest.mark.slow
@@ -18,6 +29,8 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture
 def two_versions(default_cfg, tmp_path, monkeypatch) -> Path:
+    """A project store with two versions whose gaps both read 0.11 at 2 decimals:
+    0.1056 (19 of 180 held-out sequences) and 0.1111 (20)."""
     if not Path(CHROMIUM).exists():
         if os.environ.get("CI"):
             pytest.fail(f"no browser at {CHROMIUM}: .ci/run installs Debian's chromium")
@@ -28,66 +41,78 @@ def two_versions(default_cfg, tmp_path, monkeypatch) -> Path:
     tracking.log_state(committed_state(default_cfg, uri, **{"dvc.exp_name": "lesson-main"}))
     lower = committed_state(default_cfg, uri, **{"dvc.exp_name": "lower-lr"})
     lower.cfg = replace(lower.cfg, train=replace(lower.cfg.train, lr=0.3))
-    lower.metrics["seed_gap"] = 0.2167
+    lower.metrics["seed_gap"] = 20 / 180
     tracking.log_state(lower)
     return store
 
 
-def test_the_runs_view_shows_each_version_and_the_gap_chart(two_versions):
+def assert_the_gap_of_each_version_shows(page) -> None:
+    """The saved gap view in a fresh browser: no Assistant panel over the table;
+    the two versions' gaps apart in the table (19 and 20 sequences, 0.1056 and
+    0.1111) and in the charts (bars labelled 19.00 and 20.00, where gap/seed_gap's
+    read 0.11 twice)."""
+    assert page.get_by_text("MLflow Assistant").count() == 0
+    for version in ("lesson-main", "lower-lr", "lower-lr / seed 2"):
+        assert page.get_by_text(version, exact=True).first.is_visible()
+    page.get_by_text("train.lr 0.6\u21920.3; gap 0.1111").first.wait_for(timeout=60_000)
+    sequences = gap_cells(page, "gap/seed_gap_sequences")
+    assert sorted(t for t in sequences.all_text_contents() if t in ("19", "20")) == ["19", "20"]
+    assert sequences.filter(has_text="19").first.is_visible()
+    gaps = " ".join(gap_cells(page, "gap/seed_gap").all_text_contents())
+    assert "0.10555" in gaps and "0.11111" in gaps
+    show_chart_view(page)
+    assert sorted(chart_labels(page, "gap/seed_gap_sequences")) == ["19.00", "20.00"]
+    assert chart_labels(page, "gap/seed_gap") == ["0.11", "0.11"]  # why the count is there
+
+
+def test_a_new_user_reaches_the_gap_from_the_ui_home(two_versions):
+    """docs/tracking.md's walkthrough in a fresh browser, from the address
+    `mlflow ui` serves: Model training, the experiment, Views > gap, the charts."""
     artifacts = two_versions.parent / "mlartifacts"
-    with mlflow_ui(two_versions, artifacts) as base:
-        with chromium_page() as page:
-            # The experiment's id is 1 in a fresh store (0 is Default).
-            page.goto(runs_url(base, "1", "CHART"))
-            show_charts(page, "gap/seed_gap")
-            page.get_by_text("gap/seed_gap", exact=True).first.wait_for(timeout=120_000)
-            page.locator(".js-plotly-plot").first.wait_for(timeout=120_000)
-            assert page.get_by_text("lower-lr").count() >= 1
-        # The saved gap view, in a fresh browser as a user's link opens it: the chart
-        # page's own state stays behind. Ungrouped, MLflow folds the seed runs under
-        # their parent; grouped by version, every run shows, with its description.
-        with chromium_page() as page:
-            page.goto(runs_url(base, "1", view=tracking.GAP_VIEW))
-            page.get_by_text("Group by: version").first.wait_for(timeout=120_000)
-            for version in ("lesson-main", "lower-lr", "lower-lr / seed 2"):
-                page.get_by_text(version, exact=True).first.wait_for(timeout=120_000)
-            page.get_by_text("train.lr 0.6\u21920.3; gap 0.2167").first.wait_for(timeout=60_000)
+    with mlflow_ui(two_versions, artifacts) as base, chromium_page() as page:
+        open_gap_view(page, base, "test")
+        assert_the_gap_of_each_version_shows(page)
 
 
-def test_pipeline_ui_prints_the_gap_view_and_stops_on_ctrl_c(default_cfg, store, tmp_path):
+def test_pipeline_ui_link_opens_the_gap_view_and_ctrl_c_stops_it(two_versions):
     """`python -m pipeline.ui`: the link to the saved gap view of the project's store,
-    served on loopback until Ctrl-C, which stops the server it started."""
+    opened in a fresh browser, served on loopback until Ctrl-C, which stops the
+    server it started."""
     import signal
     import subprocess
     import sys
+    import urllib.parse
     import urllib.request
 
-    tracking.log_state(committed_state(default_cfg, store))
-    project = Path(store.removeprefix("sqlite:///")).parent
     ui = subprocess.Popen(
         [sys.executable, "-m", "pipeline.ui", "--experiment", "test"],
-        env={**os.environ, "DVC_ROOT": str(project)},
+        env={**os.environ, "DVC_ROOT": str(two_versions.parent)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     try:
         first = ui.stdout.readline()
-        assert first.startswith("MLflow UI at http://127.0.0.1:"), first + ui.stderr.read()
+        assert first.startswith(f"MLflow UI at http://{UI_HOST}:"), first + ui.stderr.read()
         link = ui.stdout.readline().strip()
         assert link.endswith(
             f"/runs?workflowType=machine_learning&compareRunsMode=TABLE"
             f"&viewStateShareKey={tracking.GAP_VIEW}"
         )
-        base = link.split("/#/")[0]
-        with urllib.request.urlopen(f"{base}/health", timeout=10) as response:
+        port = urllib.parse.urlsplit(link).port
+        health = f"http://127.0.0.1:{port}/health"  # urllib need not resolve *.localhost
+        with urllib.request.urlopen(health, timeout=10) as response:
             assert response.status == 200
+        with chromium_page() as page:
+            page.goto(link)
+            wait_for_gap_table(page)
+            assert_the_gap_of_each_version_shows(page)
     finally:
         ui.send_signal(signal.SIGINT)
         out, _ = ui.communicate(timeout=60)
     assert ui.returncode == 0 and out.strip().endswith("stopped")
     with pytest.raises(OSError):
-        urllib.request.urlopen(f"{base}/health", timeout=5)
+        urllib.request.urlopen(health, timeout=5)
 
 
 def test_pipeline_ui_without_a_store_says_what_to_run(tmp_path, monkeypatch):

@@ -32,8 +32,10 @@ from pipeline.config.schema import (
     TrackingConfig,
     TrainConfig,
 )
+from pipeline.errors import ConfigError
 
 __all__ = [
+    "ConfigError",
     "CONF_DIR",
     "DEVICES",
     "DTYPES",

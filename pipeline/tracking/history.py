@@ -14,12 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.config import PARAMS_FILE, PROJECT_ROOT, load_params
+from pipeline.config import NUMBER_GROUPS, PARAMS_FILE, PROJECT_ROOT, load_params
 from pipeline.errors import PipelineError, TrackingError
 from pipeline.files import read_json, write_bytes
 from pipeline.tracking import sweep as sweep_module
 from pipeline.tracking.search import search_parent_runs
-from pipeline.tracking.state import NUMBER_GROUPS
 from pipeline.tracking.store import store_uri
 
 SEED_METRICS = {
@@ -176,7 +175,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: no runs recorded in {uri}{where}")
     print(text_table(table))
     if args.plot and not args.sweep:
-        from pipeline.figures import gap_history_png
+        from pipeline.reporting.figures import gap_history_png
 
         write_bytes(args.plot, gap_history_png(list(table["version"]), list(table["gap"])))
         print(f"wrote {args.plot}")

@@ -13,10 +13,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipeline import study
+from pipeline.analysis import study
 from pipeline.errors import PipelineError
 from pipeline.files import write_json
-from pipeline.summary import study_line
+from pipeline.reporting.summary import study_line
 
 
 def merge(sweep_dir: Path) -> dict:

@@ -19,15 +19,13 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from pipeline.config import PARAMS_FILE, Config, to_container
+from pipeline.config import NUMBER_GROUPS, PARAMS_FILE, Config, flatten, to_container
 from pipeline.errors import PipelineError
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
     import pandas as pd
 
 STATE_TAG = "pipeline_state"
-# The config groups that shape a number; paths and tracking settings do not.
-NUMBER_GROUPS = ("data", "model", "train", "eval", "study", "faithfulness")
 UNSHAPING = ("tracking.", "paths.", "hydra.", "hydra/")  # overrides that change no number
 SOURCE_PATHS = ("pipeline", "conf", "dvc.yaml", "pyproject.toml")
 
@@ -77,17 +75,6 @@ def state_digest(
     if "sweep" in hashes:  # each job of each sweep is its own run, even when repeated
         content["job"] = [hashes["sweep"], hashes["sweep.job"]]
     return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
-
-
-def flatten(tree: dict, prefix: str = "") -> dict[str, str]:
-    flat: dict[str, str] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten(value, f"{name}."))
-        else:
-            flat[name] = json.dumps(value) if isinstance(value, list) else str(value)
-    return flat
 
 
 def nested_metrics(document: dict, prefix: str) -> dict[str, float]:

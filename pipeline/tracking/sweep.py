@@ -53,7 +53,8 @@ def job_tags() -> dict[str, str]:
 
 def run_tags(cfg: Config) -> dict[str, str]:
     """A job's parent-run tags: git commit, torch and device, its place in the sweep."""
-    from pipeline.train import resolve_device  # torch: `pipeline.history` reads JOB_FILE only
+    # torch: `pipeline.history` reads JOB_FILE only
+    from pipeline.models.train import resolve_device
 
     device = resolve_device(cfg.train.device).type
     return {

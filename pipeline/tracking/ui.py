@@ -3,6 +3,12 @@
 Starts `mlflow ui` on 127.0.0.1 (one worker) over the project's store, waits until
 it answers, prints the link to the experiment's saved gap view (the run-to-run
 gap across versions) and serves until Ctrl-C.
+
+The address it prints is http://mlflow.localhost:<port>: browsers resolve any
+*.localhost name to loopback themselves (RFC 6761), and MLflow 3.17's Assistant
+panel opens itself in a new browser only on the hostnames localhost, 127.0.0.1
+and ::1 (the UI's own check, with no server setting), where it covers the
+table's right-hand columns.
 """
 
 from __future__ import annotations
@@ -22,16 +28,22 @@ from pipeline.errors import PipelineError
 from pipeline.tracking.serving import check_port_free, free_port, wait_serving
 
 START_TIMEOUT_S = 120
+UI_HOST = "mlflow.localhost"  # loopback, under a name the Assistant does not open on
 
 
 @contextmanager
 def mlflow_ui(store: Path, artifacts: Path | None = None, port: int | None = None) -> Iterator[str]:
-    """`mlflow ui` over a SQLite store on a loopback port; yields its base URL."""
+    """`mlflow ui` over a SQLite store on a loopback port; yields its base URL,
+    http://mlflow.localhost:<port> (127.0.0.1 and localhost answer too)."""
     port = port or free_port()
+    hosts = [f"{host}:{port}" for host in (UI_HOST, "127.0.0.1", "localhost")]
     command = [
         sys.executable, "-m", "mlflow", "ui",
         "--backend-store-uri", f"sqlite:///{Path(store).resolve()}",
         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+        # Its host check and CORS check know localhost and 127.0.0.1, not this name.
+        "--allowed-hosts", ",".join(hosts),
+        "--cors-allowed-origins", f"http://{UI_HOST}:{port}",
     ]  # fmt: skip
     if artifacts is not None:
         command += ["--default-artifact-root", Path(artifacts).resolve().as_uri()]
@@ -43,14 +55,26 @@ def mlflow_ui(store: Path, artifacts: Path | None = None, port: int | None = Non
         server = subprocess.Popen(
             command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True, env=env
         )
-    url = f"http://127.0.0.1:{port}"
     try:
-        wait_serving(url, server, log, START_TIMEOUT_S)
-        yield url
+        # Probed by address: a system resolver need not know *.localhost names.
+        wait_serving(f"http://127.0.0.1:{port}", server, log, START_TIMEOUT_S)
+        yield f"http://{UI_HOST}:{port}"
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
     log.unlink()  # kept when something failed: the error names it
+
+
+def save_gap_view(uri: str, experiment_id: str) -> None:
+    """Write the current gap view onto the experiment: a store logged before the view
+    was listed in the Views menu, or before it charted gap/seed_gap_sequences, gets
+    it without a new run."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.tracking.view import save_view
+
+    client = MlflowClient(tracking_uri=uri)
+    save_view(client, experiment_id, client.get_experiment(experiment_id).tags)
 
 
 def runs_url(base: str, experiment_id: str, mode: str = "TABLE", view: str | None = None) -> str:
@@ -85,6 +109,7 @@ def main(argv: list[str] | None = None) -> None:
     experiment_id = find_experiment(f"sqlite:///{store}", args.experiment)
     if experiment_id is None:
         sys.exit(f"error: no experiment {args.experiment!r} in {store}: run `dvc repro` first")
+    save_gap_view(f"sqlite:///{store}", experiment_id)
     signal.signal(signal.SIGTERM, _stop)
     try:
         if args.port:

@@ -1,9 +1,12 @@
 """The MLflow UI's saved "gap" view, kept as an experiment tag.
 
 MLflow's UI restores a runs view saved as the experiment tag
-mlflow.sharedViewState.<key>: the gap columns, the params that vary between
-versions, and seed runs grouped by version (mean line, min-max band in charts).
-#/experiments/<id>/runs?viewStateShareKey=gap opens it.
+mlflow.sharedViewState.<key>: the gap columns, the descriptions, and seed runs
+grouped by version (mean line, min-max band in charts); its charts are the gap
+twice, gap/seed_gap (bars labelled at 2 decimals) and gap/seed_gap_sequences.
+#/experiments/<id>/runs?viewStateShareKey=gap opens it, and the Views menu lists
+it: the menu shows only tags in its saved-view envelope (name, createdAt, the
+state as a JSON string); the link opens the envelope and a bare state alike.
 """
 
 from __future__ import annotations
@@ -20,23 +23,25 @@ GAP_VIEW_STATE = {
             "gap/seed_gap_sequences",
             "gap/heldout_min",
             "gap/heldout_max",
-            "gap/heldout_mean",
         )
     ]
-    + ["tags.`version`", "attributes.`Description`"],
+    + ["attributes.`Description`"],
     "orderByKey": "attributes.start_time",
     "orderByAsc": True,
     "groupBy": {
         "aggregateFunction": "average",
         "groupByKeys": [{"mode": "tag", "groupByData": "version"}],
     },
-    "chartsSearchFilter": "gap/",
+    "chartsSearchFilter": "gap/seed_gap",
     "runsHiddenMode": "SHOW_ALL",
 }
+VIEW_VALUE = json.dumps(
+    {"name": GAP_VIEW, "createdAt": 0, "updatedAt": 0, "state": json.dumps(GAP_VIEW_STATE)}
+)
 
 
 def save_view(client, experiment_id: str, tags: dict[str, str] | None) -> None:
-    """Save the gap view on the experiment unless it has one (`tags`: the
-    experiment's tags, None for a new experiment)."""
-    if tags is None or VIEW_TAG not in tags:
-        client.set_experiment_tag(experiment_id, VIEW_TAG, json.dumps(GAP_VIEW_STATE))
+    """Save the gap view on the experiment unless it has this one (`tags`: the
+    experiment's tags, None for a new experiment): an older store's gets replaced."""
+    if tags is None or tags.get(VIEW_TAG) != VIEW_VALUE:
+        client.set_experiment_tag(experiment_id, VIEW_TAG, VIEW_VALUE)
