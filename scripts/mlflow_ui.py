@@ -16,8 +16,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.tracking.view import GAP_VIEW
 from pipeline.tracking.ui import mlflow_ui
+from pipeline.tracking.view import GAP_VIEW
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 # Without these, chromium keeps trying to reach Google's hosts on a closed network.
