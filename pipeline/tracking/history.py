@@ -148,7 +148,7 @@ def read_store(args: argparse.Namespace) -> tuple[str, pd.DataFrame, pd.DataFram
     """(URI, parent runs, child runs) of the store the options name, params.yaml's
     tracking settings by default; a store that cannot be read ends the command."""
     try:
-        cfg = load_params(PROJECT_ROOT / PARAMS_FILE).tracking
+        cfg = load_params(PROJECT_ROOT / PARAMS_FILE, sizes=False).tracking
         uri = args.uri or store_uri(cfg)
         return uri, *search_parent_runs(uri, args.experiment or cfg.experiment)
     except PipelineError as err:
