@@ -2,8 +2,9 @@
 
 DVC runs it on every `dvc repro` (always_changed): a deleted or replaced store
 gets the current state again. When the store has the state, the stage reads
-metrics.json and dvc.lock, asks SQLite, and is done in a fraction of a second
-(neither mlflow nor pandas nor torch is imported).
+metrics.json and dvc.lock and the store's record (pipeline/tracking/record.py),
+and is done in a fraction of a second (neither mlflow nor pandas nor torch is
+imported).
 """
 
 from __future__ import annotations
