@@ -1,7 +1,8 @@
-"""The lesson's synthetic meter-reading sequences (SPEC section 1).
+"""The lesson's synthetic meter-reading sequences (docs/lesson.md section 1).
 
-Each sequence has one marked step; its label says whether the reading at that
-step exceeds the threshold, and no other step touches the label.
+Each sequence has one marked step. The lesson's label says whether the reading at
+that step exceeds the threshold, and no other step touches it; another task
+(pipeline/tasks/) labels the same sequences by its own rule.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from pipeline import tasks
 from pipeline.config import DataConfig
 
 MASK32 = 0xFFFFFFFF
@@ -46,8 +48,9 @@ def reading_columns(steps: int) -> list[str]:
     return [f"reading_{t}" for t in range(steps)]
 
 
-def generate(cfg: DataConfig) -> pd.DataFrame:
-    """All sequences in generation order, one row each."""
+def generate(cfg: DataConfig, task: str = "lesson") -> pd.DataFrame:
+    """All sequences in generation order, one row each, labelled by `task`'s rule."""
+    rule = tasks.task_module(task).label
     span = cfg.steps - cfg.first_marked_step
     split_names = [name for name, size in zip(SPLITS, cfg.split, strict=True) for _ in range(size)]
     rows = []
@@ -59,7 +62,7 @@ def generate(cfg: DataConfig) -> pd.DataFrame:
             round((draw() + draw() + draw() - 1.5) * 1.9, 3) for _ in range(cfg.steps - 1)
         ]
         marked = cfg.first_marked_step + int(draw() * span)
-        label = int(readings[marked] > cfg.threshold)
+        label = rule(readings, marked, cfg.threshold)
         rows.append([i, split_names[i], region, *readings, marked, label])
     columns = ["id", "split", "region", *reading_columns(cfg.steps), "marked_step", "label"]
     return pd.DataFrame(rows, columns=columns)

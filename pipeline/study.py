@@ -32,7 +32,7 @@ def study_job(cfg: Config) -> dict:
     """One job of the Hydra app: a study (summary.json, logged) or one shard (shard.pt)."""
     if cfg.tracking.enabled and cfg.study.shard is None:
         tracking.check_server(tracking.store_uri(cfg.tracking))
-    frame = data.generate(cfg.data)
+    frame = data.generate(cfg.data, cfg.task.kind)
     if cfg.study.shard is not None:
         runs = train_seeds(cfg, frame, study_seeds(cfg.study), show_progress())
         out = sweep.output_dir() / SHARD_FILE

@@ -29,6 +29,7 @@ from pipeline.config.schema import (
     ModelConfig,
     PathsConfig,
     StudyConfig,
+    TaskConfig,
     TrackingConfig,
     TrainConfig,
 )
@@ -52,6 +53,7 @@ __all__ = [
     "ModelConfig",
     "PathsConfig",
     "StudyConfig",
+    "TaskConfig",
     "TrackingConfig",
     "TrainConfig",
     "check_conf_yaml",

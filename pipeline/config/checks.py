@@ -33,6 +33,7 @@ from pipeline.config.schema import (
     StudyConfig,
 )
 from pipeline.errors import ConfigError
+from pipeline import tasks
 from pipeline.models import KINDS
 
 
@@ -167,6 +168,8 @@ def _check_values(cfg: Config) -> None:
         _check(value > 0, f"model.{key}", "must be a positive integer", value)
     _check(model.init_scale > 0, "model.init_scale", "must be > 0", model.init_scale)
     _check(model.kind in KINDS, "model.kind", f"allowed: {', '.join(KINDS)}", model.kind)
+    task = cfg.task.kind
+    _check(task in tasks.KINDS, "task.kind", f"allowed: {', '.join(tasks.KINDS)}", task)
     _check(model.heads >= 1, "model.heads", "must be an integer >= 1", model.heads)
     _check(
         model.positional in POSITIONAL,

@@ -44,7 +44,7 @@ MAX_BYTES = 8 * 2**30
 
 
 # The config groups that shape a number; paths and tracking settings do not.
-NUMBER_GROUPS = ("data", "model", "train", "eval", "study", "faithfulness")
+NUMBER_GROUPS = ("data", "task", "model", "train", "eval", "study", "faithfulness")
 
 
 @dataclass
@@ -55,6 +55,14 @@ class DataConfig:
     split: list[int] = field(default_factory=lambda: [360, 180, 180])
     threshold: float = 0.35
     first_marked_step: int = 2
+
+
+@dataclass
+class TaskConfig:
+    """How the lesson's sequences are labelled: `kind` picks the module
+    (pipeline/tasks/, one per task)."""
+
+    kind: str = "lesson"
 
 
 @dataclass
@@ -139,6 +147,7 @@ class PathsConfig:
 @dataclass
 class Config:
     data: DataConfig = field(default_factory=DataConfig)
+    task: TaskConfig = field(default_factory=TaskConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
     eval: EvalConfig = field(default_factory=EvalConfig)

@@ -11,7 +11,7 @@ from pipeline.stages import entry
 
 
 def run(cfg: Config) -> tuple[pd.DataFrame, dict]:
-    frame = data.generate(cfg.data)
+    frame = data.generate(cfg.data, cfg.task.kind)
     return frame, data.summarize(frame, cfg.data)
 
 

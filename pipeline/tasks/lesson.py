@@ -1,0 +1,16 @@
+"""The lesson's task: is the marked step's reading above the threshold (0.35)?
+
+Rationale: the marked step alone. Every faithfulness metric applies: the
+model-based ones (tau_loo, AOPC, flips) and the marked-step ones (hit@1, marked
+rank, AUPRC), whose reference is the one step that decides the label.
+"""
+
+from __future__ import annotations
+
+
+def label(readings: list[float], marked: int, threshold: float) -> int:
+    return int(readings[marked] > threshold)
+
+
+def rationale(marked: int, steps: int) -> list[int]:
+    return [marked]

@@ -1,0 +1,18 @@
+"""Relative order: did the marked reading rise from the step before it?
+
+y = [r_m > r_{m-1}]. The label needs the step next to the marked one, whichever
+it is: absolute positions alone do not say which step that is.
+
+Rationale: the marked step and the one before it. The model-based metrics apply;
+the marked-step metrics score the marked step only, half of the rationale.
+"""
+
+from __future__ import annotations
+
+
+def label(readings: list[float], marked: int, threshold: float) -> int:
+    return int(readings[marked] > readings[marked - 1])
+
+
+def rationale(marked: int, steps: int) -> list[int]:
+    return [marked - 1, marked]

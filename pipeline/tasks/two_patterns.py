@@ -1,0 +1,23 @@
+"""Two patterns: is the marked reading above the sequence's mean reading?
+
+y = [r_m > mean_t r_t], the mean over all T steps (step 0's 0.0 included). The
+marked step and the general level enter with opposite signs: one head can focus
+on the marker and another spread over every step; a single softmax has only its
+normalisation (the marked score against the log-sum-exp of the others, which
+approaches their mean as the scores flatten). Equivalently r_m > mean_{t != m} r_t.
+
+Rationale: every step (the marked one with weight 1 - 1/T, each other one through
+the mean with -1/T). The model-based metrics (tau_loo, AOPC, flips) apply; the
+marked-step metrics (hit@1, marked rank, AUPRC) score only the marked step, the
+larger part of the rationale, not the level.
+"""
+
+from __future__ import annotations
+
+
+def label(readings: list[float], marked: int, threshold: float) -> int:
+    return int(readings[marked] > sum(readings) / len(readings))
+
+
+def rationale(marked: int, steps: int) -> list[int]:
+    return list(range(steps))

@@ -1,0 +1,137 @@
+"""Tasks (pipeline/tasks/): their rules on the generated data, the capacity table's
+hand-set models, and which models see the order of the steps."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pipeline import data, tasks
+from pipeline.analysis import capacity
+from pipeline.config import DataConfig, ModelConfig
+from pipeline.models import frames, interface
+
+CFG = DataConfig()
+TASKS = list(tasks.KINDS)
+
+
+def frame_of(task: str):
+    return data.generate(CFG, task)
+
+
+def readings_of(frame):
+    return frame[data.reading_columns(CFG.steps)].to_numpy()
+
+
+def test_the_lesson_task_is_the_lessons_data():
+    assert frame_of("lesson").equals(data.generate(CFG))
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_every_task_labels_the_same_sequences(task):
+    lesson, other = frame_of("lesson"), frame_of(task)
+    assert other.drop(columns="label").equals(lesson.drop(columns="label"))
+
+
+def test_each_rule_by_hand():
+    readings = readings_of(frame_of("lesson"))
+    marked = frame_of("lesson")["marked_step"].to_numpy()
+    rows = range(len(marked))
+    by_hand = {
+        "lesson": [int(readings[i, marked[i]] > CFG.threshold) for i in rows],
+        "two_patterns": [int(readings[i, marked[i]] > readings[i].mean()) for i in rows],
+        "first_half": [int(marked[i] < CFG.steps / 2) for i in rows],
+        "rise": [int(readings[i, marked[i]] > readings[i, marked[i] - 1]) for i in rows],
+    }
+    for task, labels in by_hand.items():
+        assert frame_of(task)["label"].tolist() == labels, task
+
+
+def test_rationales_name_the_deciding_steps():
+    assert tasks.task_module("lesson").rationale(5, 12) == [5]
+    assert tasks.task_module("rise").rationale(5, 12) == [4, 5]
+    assert tasks.task_module("two_patterns").rationale(5, 12) == list(range(12))
+
+
+def test_an_unknown_task_is_refused_in_one_line():
+    from pipeline.config import compose, validate
+    from pipeline.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"task.kind='nope'.*allowed: lesson, two_patterns"):
+        validate(compose(["task.kind=nope"]))
+
+
+# --- the capacity table -----------------------------------------------------------------
+
+
+def heldout(task: str):
+    return frames.features(data.split_frame(frame_of(task), "heldout"), CFG.steps)
+
+
+def test_every_cell_has_a_hand_set_model_or_a_reason():
+    for task in TASKS:
+        for variant in capacity.VARIANTS:
+            cell = (task, variant)
+            assert (cell in capacity.CONSTRUCTIONS) != (cell in capacity.CANNOT), cell
+
+
+@pytest.mark.parametrize("cell", sorted(capacity.CONSTRUCTIONS))
+def test_each_hand_set_model_solves_its_task(cell):
+    task, variant = cell
+    accuracy = capacity.hand_set_accuracy(task, variant, ModelConfig(), heldout(task), 0.35)
+    assert accuracy >= 0.99, cell
+
+
+def test_a_hand_set_model_has_as_many_heads_as_its_kind():
+    with pytest.raises(ValueError, match="2 heads set by hand, the kind has 1"):
+        capacity.two_heads(ModelConfig(), CFG.steps, 0.35)
+
+
+# --- order --------------------------------------------------------------------------------
+
+
+def random_params(variant: str, seeds=(1, 2, 3)):
+    cfg = capacity.variant_config(variant, ModelConfig())
+    return interface.init_params(7, list(seeds), cfg, CFG.steps)
+
+
+def permuted(inputs: torch.Tensor, seed: int = 0) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.stack([torch.randperm(inputs.shape[1], generator=generator) for _ in inputs])
+    return inputs.gather(1, order[..., None].expand_as(inputs))
+
+
+ORDER_FREE = ("lesson", "sink", "multihead2", "multihead4")
+ORDERED = ("posenc_learned", "posenc_sinusoidal", "window2", "window3", "window12")
+
+
+@pytest.mark.parametrize("variant", ORDER_FREE + ORDERED)
+def test_only_models_with_position_see_a_permutation(variant):
+    inputs, _, _ = heldout("lesson")
+    params = random_params(variant)
+    logits, _ = interface.forward(params, inputs)
+    shuffled, _ = interface.forward(params, permuted(inputs))
+    if variant in ORDER_FREE:
+        torch.testing.assert_close(shuffled, logits, rtol=1e-12, atol=1e-12)
+    else:
+        assert (shuffled - logits).abs().max() > 1e-3
+
+
+def test_without_position_the_first_half_task_is_at_best_a_coin():
+    """Moving the marked step to the other half keeps every sequence's set of steps
+    and flips its label: an order-free model scores a and 1 - a on the two copies,
+    so on the held-out data it cannot beat the majority baseline on both."""
+    inputs, labels, marked = heldout("first_half")
+    half = CFG.steps // 2
+    target = torch.where(marked < half, marked + half, marked - half)  # the other half
+    rows = torch.arange(len(marked))
+    moved = inputs.clone()
+    moved[rows, marked], moved[rows, target] = inputs[rows, target], inputs[rows, marked]
+    assert torch.equal(((target < half).double()), 1 - labels)
+    assert max(float(labels.mean()), 1 - float(labels.mean())) > 0.5
+    for variant in ORDER_FREE:
+        params = random_params(variant, seeds=range(1, 9))
+        original = ((interface.forward(params, inputs)[0] > 0) == (labels > 0.5)).double()
+        swapped = ((interface.forward(params, moved)[0] > 0) == (labels < 0.5)).double()
+        both = original.mean(-1) + swapped.mean(-1)
+        torch.testing.assert_close(both, torch.ones(8, dtype=both.dtype))  # mean 0.5 < majority
