@@ -70,7 +70,8 @@ def listed(deps: list[str], path: str) -> bool:
 @pytest.mark.parametrize("stage", list(stages()))
 def test_each_stage_lists_every_module_it_imports(stage):
     spec = stages()[stage]
-    module = spec["cmd"].removeprefix("python -m ")
+    spec = spec.get("do", spec)  # a foreach stage: every item runs the same command
+    module = spec["cmd"].removeprefix("python -m ").split()[0]
     deps = [dep if isinstance(dep, str) else next(iter(dep)) for dep in spec["deps"]]
     missing = sorted(p for p in import_closure(module) if not listed(deps, p))
     assert not missing, f"dvc.yaml stage {stage} misses code deps: {missing}"

@@ -52,9 +52,9 @@ LESSON = "lesson"
 
 def is_lesson_config(cfg: Config) -> bool:
     """True when every setting that shapes a number is the lesson's, so SPEC's
-    golden values apply. Tracking and output paths change no number."""
+    golden values apply. Tracking, output paths and the grid change none of them."""
     mine, lesson = asdict(cfg), asdict(Config())
-    return all(mine[key] == lesson[key] for key in mine if key not in ("tracking", "paths"))
+    return all(mine[key] == lesson[key] for key in mine if key not in ("tracking", "paths", "grid"))
 
 
 def golden_mismatches(document: dict) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from pipeline import tasks
 from pipeline.config.schema import (
     DEVICES,
     DTYPES,
@@ -33,7 +34,6 @@ from pipeline.config.schema import (
     StudyConfig,
 )
 from pipeline.errors import ConfigError
-from pipeline import tasks
 from pipeline.models import KINDS
 
 
@@ -133,6 +133,7 @@ def _check_seeds(cfg: Config) -> None:
     for key, value in (
         ("study.bootstrap_seed", cfg.study.bootstrap_seed),
         ("faithfulness.order_seed", cfg.faithfulness.order_seed),
+        ("grid.shuffle_seed", cfg.grid.shuffle_seed),
     ):
         _check(0 <= value <= MAX_SEED, key, seed_range, value)
 
@@ -217,6 +218,9 @@ def _check_values(cfg: Config) -> None:
     shard_of(study)
     faith = cfg.faithfulness
     _check(faith.ig_steps >= 1, "faithfulness.ig_steps", "must be an integer >= 1", faith.ig_steps)
+    grid = cfg.grid
+    _check(grid.seeds >= 2, "grid.seeds", "must be an integer >= 2", grid.seeds)
+    _check(0 < grid.solved <= 1, "grid.solved", "must be in (0, 1]", grid.solved)
     _check_seeds(cfg)
     experiment = cfg.tracking.experiment
     _check(bool(experiment.strip()), "tracking.experiment", "must be a non-empty name", experiment)

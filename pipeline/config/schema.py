@@ -27,7 +27,13 @@ MAX_CURVE_ROWS = 1_000_000  # train.epochs x len(train.seeds)
 # lesson's 32-bit stream. Run k draws from stream(data.seed + k), so data.seed + k
 # stays in the range too.
 MAX_SEED = 2**32 - 1
-SEED_KEYS = ("data.seed", "train.seeds", "study.bootstrap_seed", "faithfulness.order_seed")
+SEED_KEYS = (
+    "data.seed",
+    "train.seeds",
+    "study.bootstrap_seed",
+    "faithfulness.order_seed",
+    "grid.shuffle_seed",
+)
 # The pipeline writes, replaces and deletes its outputs only here (issue 22): never
 # a source, config or store file. DVC reads its own files wherever they are, and
 # keeps a .gitignore in each output folder, so no path part is hidden or a DVC file.
@@ -44,7 +50,7 @@ MAX_BYTES = 8 * 2**30
 
 
 # The config groups that shape a number; paths and tracking settings do not.
-NUMBER_GROUPS = ("data", "task", "model", "train", "eval", "study", "faithfulness")
+NUMBER_GROUPS = ("data", "task", "model", "train", "eval", "study", "faithfulness", "grid")
 
 
 @dataclass
@@ -116,6 +122,15 @@ class FaithfulnessConfig:
 
 
 @dataclass
+class GridConfig:
+    """The next lesson's grid (pipeline/analysis/grid.py): task x model cells."""
+
+    seeds: int = 20  # per cell; 1000 for the docs' distributions
+    solved: float = 0.95  # a seed solves the task at this held-out accuracy
+    shuffle_seed: int = 0  # the shuffled-steps control's permutations
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -142,6 +157,8 @@ class PathsConfig:
     study_faithfulness: str = "reports/study/faithfulness.json"
     study_faithfulness_seeds: str = "reports/study/faithfulness.parquet"
     tracked_state: str = ".mlflow-state.json"
+    grid: str = "reports/grid"  # one <task>-<variant>.json per cell of the next lesson
+    next_lesson: str = "reports/next_lesson"  # its report: next_lesson.md and figures
 
 
 @dataclass
@@ -153,5 +170,6 @@ class Config:
     eval: EvalConfig = field(default_factory=EvalConfig)
     study: StudyConfig = field(default_factory=StudyConfig)
     faithfulness: FaithfulnessConfig = field(default_factory=FaithfulnessConfig)
+    grid: GridConfig = field(default_factory=GridConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)

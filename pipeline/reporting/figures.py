@@ -320,3 +320,51 @@ def gap_history(figure: Figure, versions: list[str], gaps: list[float]) -> None:
 
 def gap_history_png(versions: list[str], gaps: list[float]) -> bytes:
     return render(partial(gap_history, versions=versions, gaps=gaps), (7, 3.5))
+
+
+def grid_accuracy(figure: Figure, cells: list[dict], title: str) -> None:
+    """Per cell: every seed's held-out accuracy (dots), the mean (bar), the majority
+    baseline (dashed) and the hand-set model's accuracy (star), one row per cell."""
+    ax = figure.subplots()
+    for row, cell in enumerate(cells):
+        values = cell["per_seed_heldout_accuracy"]
+        ax.scatter(values, [row] * len(values), s=8, alpha=0.35, color="tab:blue")
+        ax.plot([cell["heldout_accuracy"]["mean"]] * 2, [row - 0.3, row + 0.3], color="black")
+        ax.plot([cell["majority_baseline"]] * 2, [row - 0.4, row + 0.4], "--", color="grey")
+        if cell["hand_set_accuracy"] is not None:
+            ax.scatter([cell["hand_set_accuracy"]], [row], marker="*", s=90, color="tab:red")
+        if "shuffled" in cell:
+            ax.plot([cell["shuffled"]["mean"]] * 2, [row - 0.3, row + 0.3], color="tab:orange")
+    ax.set_yticks(range(len(cells)), labels=[f"{c['task']} x {c['variant']}" for c in cells])
+    ax.set(xlabel="held-out accuracy per seed", xlim=(0.3, 1.02), title=title)
+    ax.invert_yaxis()
+
+
+def heads_scatter(figure: Figure, cells: list[dict]) -> None:
+    """Per seed and head of each multi-head cell: marker mass against entropy / log T."""
+    ax = figure.subplots()
+    for cell in cells:
+        mass = [m for seed in cell["heads"]["per_seed_marker_mass"] for m in seed]
+        entropy = [e for seed in cell["heads"]["per_seed_entropy"] for e in seed]
+        ax.scatter(entropy, mass, s=10, alpha=0.5, label=cell["variant"])
+    ax.set(
+        xlabel="weight entropy / log T (1: even)", ylabel="marker mass", xlim=(0, 1), ylim=(0, 1)
+    )
+    ax.set_title("Two patterns: what each head looks at")
+    ax.legend()
+
+
+def next_lesson_figures(heads: list[dict], order: list[dict]) -> dict[str, bytes]:
+    """The next lesson's PNGs by file name."""
+    figures = {
+        "heads_accuracy.png": render(
+            partial(grid_accuracy, cells=heads, title="Two patterns: heads"), (8, 3.2)
+        ),
+        "order_accuracy.png": render(
+            partial(grid_accuracy, cells=order, title="Order (orange: shuffled steps)"), (8, 5)
+        ),
+    }
+    with_heads = [cell for cell in heads if "heads" in cell]
+    if with_heads:
+        figures["heads_mass_entropy.png"] = render(partial(heads_scatter, cells=with_heads), (6, 4))
+    return figures

@@ -14,6 +14,8 @@ the answer is read from, not what decides it.
 
 from __future__ import annotations
 
+ORDERED = True  # the label depends on where steps sit: the grid adds the shuffled control
+
 
 def label(readings: list[float], marked: int, threshold: float) -> int:
     return int(marked < len(readings) / 2)

@@ -9,6 +9,8 @@ the marked-step metrics score the marked step only, half of the rationale.
 
 from __future__ import annotations
 
+ORDERED = True  # the label depends on where steps sit: the grid adds the shuffled control
+
 
 def label(readings: list[float], marked: int, threshold: float) -> int:
     return int(readings[marked] > readings[marked - 1])

@@ -1,0 +1,154 @@
+"""The next lesson's grid: a seed distribution for each task x model cell.
+
+Every cell trains seeds 1..grid.seeds through the study's machinery
+(`study.train_seeds`: the same data, held-out split and training settings as the
+lesson, only the task's labels and the model differ), and reports the held-out
+accuracy distribution (mean with its multi-bootstrap interval, quantiles), the
+share of seeds that solve the task (held-out >= grid.solved), the majority
+baseline and the gap to the cell's hand-set model (pipeline/analysis/capacity.py).
+
+On a task whose label depends on the order of the steps (a task module's
+`ORDERED`), the cell also trains on the shuffled-steps control: the same
+sequences with their steps permuted (the marker moves with its step, the label
+stays), which no model can read order from. Accuracy above the control is what
+the model owes to order; paired by seed and example, it gets its own interval.
+
+With more than one head: each head's marker mass and the entropy of its weights
+(over log T: 1 is even), and the share of seeds that divide the work, one head
+focused on the marker (marker mass >= FOCUSED) and another spread (>= SPREAD).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import torch
+
+from pipeline import data, tasks
+from pipeline.analysis import capacity, stats, study
+from pipeline.config import Config, TaskConfig
+from pipeline.models import frames, interface
+from pipeline.models.train import device_and_dtype
+
+FOCUSED = 0.5  # a head's mean weight on the marked step
+SPREAD = 0.75  # a head's mean weight entropy over log T
+
+
+def cell_config(cfg: Config, task: str, variant: str) -> Config:
+    """The cell's config: the task and the model variant on the lesson's settings."""
+    model = capacity.variant_config(variant, cfg.model)
+    return replace(cfg, task=TaskConfig(kind=task), model=model)
+
+
+def shuffled_steps(frame: pd.DataFrame, steps: int, seed: int) -> pd.DataFrame:
+    """Each sequence's steps in an order drawn from numpy's default_rng(seed): the
+    readings and the marked step move together, the label stays."""
+    columns = data.reading_columns(steps)
+    rng = np.random.default_rng(seed)
+    orders = np.stack([rng.permutation(steps) for _ in range(len(frame))])  # new -> old
+    readings = frame[columns].to_numpy()
+    shuffled = frame.copy()
+    shuffled[columns] = np.take_along_axis(readings, orders, axis=1)
+    shuffled["marked_step"] = (orders == frame["marked_step"].to_numpy()[:, None]).argmax(1)
+    return shuffled
+
+
+def accuracy_summary(runs: study.SeedRuns, cfg: Config, solved: float) -> dict:
+    """Held-out accuracy over seeds: describe, 95% multi-bootstrap interval, solved share."""
+    per_seed = runs.values["heldout_accuracy"].mean(-1)
+    low, high = study.bootstrap_intervals(runs, cfg)["heldout_accuracy"]
+    return {
+        **stats.describe(per_seed),
+        "ci95_low": low,
+        "ci95_high": high,
+        "share_solved": float((per_seed >= solved).to(torch.float64).mean()),
+    }
+
+
+def paired_difference(first: torch.Tensor, second: torch.Tensor, cfg: Config) -> dict:
+    """Mean of first - second (S, N) per-example values, paired by seed and example,
+    with its 95% multi-bootstrap interval."""
+    difference = first - second
+    generator = torch.Generator().manual_seed(cfg.study.bootstrap_seed)
+    seeds = stats.resample_counts(difference.shape[0], cfg.study.bootstrap, generator)
+    examples = stats.resample_counts(difference.shape[1], cfg.study.bootstrap, generator)
+    low, high = stats.interval(stats.multi_bootstrap_means(difference, seeds, examples))
+    return {"mean": float(difference.mean()), "ci95_low": low, "ci95_high": high}
+
+
+def head_numbers(
+    cfg: Config, runs: study.SeedRuns, heldout: tuple[torch.Tensor, ...]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per seed and head: marker mass and weight entropy over log T, (S, H) each."""
+    inputs, _, marked = heldout
+    params = interface.from_flat(runs.params.to(inputs), cfg.model, cfg.data.steps)
+    weights = interface.head_weights(params, inputs)  # (S, N, H, T)
+    index = marked[None, :, None, None].expand(*weights.shape[:-1], 1)
+    mass = weights.gather(-1, index).squeeze(-1).mean(1)
+    entropy = -(weights * weights.clamp_min(1e-300).log()).sum(-1).mean(1)
+    return mass.cpu(), (entropy / math.log(cfg.data.steps)).cpu()
+
+
+def heads_summary(mass: torch.Tensor, entropy: torch.Tensor) -> dict:
+    """Per head (in the order the model holds them) and whether the work is divided."""
+    focused, spread = mass >= FOCUSED, entropy >= SPREAD
+    # Seeds with a focused head and a different spread head.
+    divided = [
+        any(
+            focused[s, i] and spread[s, j]
+            for i in range(mass.shape[1])
+            for j in range(mass.shape[1])
+            if i != j
+        )
+        for s in range(mass.shape[0])
+    ]
+    return {
+        "per_head": [
+            {"marker_mass": float(mass[:, h].mean()), "entropy": float(entropy[:, h].mean())}
+            for h in range(mass.shape[1])
+        ],
+        "share_divided": float(np.mean(divided)),
+        "per_seed_marker_mass": mass.tolist(),  # (S, H)
+        "per_seed_entropy": entropy.tolist(),
+    }
+
+
+def run_cell(cfg: Config, task: str, variant: str) -> dict:
+    """One cell's document (reports/grid/<task>-<variant>.json)."""
+    cell = cell_config(cfg, task, variant)
+    device, dtype = device_and_dtype(cell.train)
+    frame = data.generate(cell.data, task)
+    heldout = frames.split_tensors(cell, frame, "heldout", device, dtype)
+    labels = heldout[1]
+    positive = float(labels.mean())
+    seeds = list(range(1, cfg.grid.seeds + 1))
+    runs = study.train_seeds(cell, frame, seeds)
+    hand = capacity.hand_set_accuracy(
+        task, variant, cfg.model, tuple(t.cpu() for t in heldout), cfg.data.threshold
+    )
+    accuracy = accuracy_summary(runs, cell, cfg.grid.solved)
+    document: dict = {
+        "task": task,
+        "variant": variant,
+        "model": capacity.VARIANTS[variant],
+        "seeds": len(seeds),
+        "majority_baseline": max(positive, 1.0 - positive),
+        "hand_set_accuracy": hand,
+        "hand_set_note": capacity.CANNOT.get((task, variant)),
+        "heldout_accuracy": accuracy,
+        "per_seed_heldout_accuracy": runs.values["heldout_accuracy"].mean(-1).tolist(),
+        "gap_to_hand_set": None if hand is None else hand - accuracy["mean"],
+    }
+    if getattr(tasks.task_module(task), "ORDERED", False):
+        control = shuffled_steps(frame, cell.data.steps, cfg.grid.shuffle_seed)
+        shuffled = study.train_seeds(cell, control, seeds)
+        document["shuffled"] = accuracy_summary(shuffled, cell, cfg.grid.solved)
+        document["above_shuffled"] = paired_difference(
+            runs.values["heldout_accuracy"], shuffled.values["heldout_accuracy"], cell
+        )
+    if interface.pooling_heads(cell.model) > 1:
+        document["heads"] = heads_summary(*head_numbers(cell, runs, heldout))
+    return document

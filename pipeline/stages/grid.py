@@ -1,0 +1,50 @@
+"""Stage grid@<task>-<variant>: one cell of the next lesson's grid -> reports/grid/<cell>.json.
+
+    python -m pipeline.stages.grid TASK VARIANT
+
+The cell makes its own data (the lesson's sequences, the task's labels) and reads
+no other stage's output, so it has no provenance record to check; its one file is
+written atomically, and params.yaml is checked again before it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from pipeline import tasks
+from pipeline.analysis import capacity, grid
+from pipeline.config import load_params
+from pipeline.errors import ConfigError
+from pipeline.files import write_json
+from pipeline.stages import entry
+
+
+def cell_path(folder: str, task: str, variant: str) -> Path:
+    return Path(folder) / f"{task}-{variant}.json"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task")
+    parser.add_argument("variant")
+    args = parser.parse_args(argv)
+    if args.task not in tasks.KINDS:
+        raise ConfigError(f"unknown task {args.task!r}; allowed: {', '.join(tasks.KINDS)}")
+    if args.variant not in capacity.VARIANTS:
+        allowed = ", ".join(capacity.VARIANTS)
+        raise ConfigError(f"unknown model variant {args.variant!r}; allowed: {allowed}")
+    cfg = load_params()
+    document = grid.run_cell(cfg, args.task, args.variant)
+    if load_params(sizes=False) != cfg:
+        raise ConfigError("params.yaml changed while the grid cell ran: not publishing")
+    write_json(cell_path(cfg.paths.grid, args.task, args.variant), document)
+    accuracy = document["heldout_accuracy"]
+    print(
+        f"{args.task} x {args.variant}: held-out accuracy {accuracy['mean']:.4f} "
+        f"({accuracy['ci95_low']:.4f}-{accuracy['ci95_high']:.4f}) over {document['seeds']} seeds"
+    )
+
+
+if __name__ == "__main__":
+    entry(main)

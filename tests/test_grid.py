@@ -1,0 +1,158 @@
+"""The next lesson's grid: one cell's numbers, the shuffled control, the report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from conftest import small_overrides
+
+from pipeline import data
+from pipeline.analysis import capacity, grid, study
+from pipeline.config import compose, validate
+from pipeline.models import frames
+from pipeline.reporting.next_lesson import next_lesson_markdown
+
+SMALL = [*small_overrides(), "grid.seeds=3", "train.epochs=10"]
+
+
+@pytest.fixture(scope="module")
+def cfg():
+    return validate(compose(SMALL))
+
+
+def test_shuffled_steps_move_the_marker_with_its_reading_and_keep_the_label(cfg):
+    frame = data.generate(cfg.data, "rise")
+    shuffled = grid.shuffled_steps(frame, cfg.data.steps, seed=3)
+    columns = data.reading_columns(cfg.data.steps)
+    assert shuffled["label"].equals(frame["label"])
+    for i in range(len(frame)):
+        before, after = frame.loc[i, columns].to_numpy(), shuffled.loc[i, columns].to_numpy()
+        assert sorted(before) == sorted(after)
+        assert after[shuffled.loc[i, "marked_step"]] == before[frame.loc[i, "marked_step"]]
+    assert not shuffled[columns].equals(frame[columns])
+    assert grid.shuffled_steps(frame, cfg.data.steps, seed=3).equals(shuffled)  # seeded
+
+
+def test_an_order_cell_against_its_parts(cfg):
+    document = grid.run_cell(cfg, "rise", "window2")
+    cell = grid.cell_config(cfg, "rise", "window2")
+    frame = data.generate(cell.data, "rise")
+    runs = study.train_seeds(cell, frame, [1, 2, 3])
+    per_seed = runs.values["heldout_accuracy"].mean(-1)
+    assert document["per_seed_heldout_accuracy"] == per_seed.tolist()
+    assert document["heldout_accuracy"]["mean"] == pytest.approx(float(per_seed.mean()))
+    labels = data.split_frame(frame, "heldout")["label"]
+    assert document["majority_baseline"] == max(labels.mean(), 1 - labels.mean())
+    heldout = frames.features(data.split_frame(frame, "heldout"), cell.data.steps)
+    hand = capacity.hand_set_accuracy("rise", "window2", cfg.model, heldout, cfg.data.threshold)
+    assert document["hand_set_accuracy"] == hand >= 0.99
+    control = study.train_seeds(
+        cell, grid.shuffled_steps(frame, 12, cfg.grid.shuffle_seed), [1, 2, 3]
+    )
+    shuffled = control.values["heldout_accuracy"].mean(-1)
+    assert document["shuffled"]["mean"] == pytest.approx(float(shuffled.mean()))
+    difference = document["above_shuffled"]
+    assert difference["mean"] == pytest.approx(float((per_seed - shuffled).mean()))
+    assert difference["ci95_low"] <= difference["mean"] <= difference["ci95_high"]
+    assert "heads" not in document  # one head
+
+
+def test_a_heads_cell_has_per_head_numbers(cfg):
+    document = grid.run_cell(cfg, "two_patterns", "multihead2")
+    heads = document["heads"]
+    assert len(heads["per_head"]) == 2 and "shuffled" not in document
+    mass = torch.tensor(heads["per_seed_marker_mass"])
+    entropy = torch.tensor(heads["per_seed_entropy"])
+    assert mass.shape == entropy.shape == (3, 2)
+    assert bool(((mass >= 0) & (mass <= 1) & (entropy >= 0) & (entropy <= 1 + 1e-12)).all())
+    divided = [
+        any(
+            mass[s, i] >= 0.5 and entropy[s, j] >= 0.75
+            for i in range(2)
+            for j in range(2)
+            if i != j
+        )
+        for s in range(3)
+    ]
+    assert heads["share_divided"] == pytest.approx(sum(divided) / 3)
+
+
+def test_heads_summary_counts_a_focused_and_a_spread_head():
+    mass = torch.tensor([[0.9, 0.1], [0.9, 0.1], [0.3, 0.3]])
+    entropy = torch.tensor([[0.2, 0.9], [0.2, 0.5], [0.9, 0.9]])
+    assert grid.heads_summary(mass, entropy)["share_divided"] == pytest.approx(1 / 3)
+
+
+def cell(task, variant, mean, solved, hand=1.0, **extra):
+    summary = {"mean": mean, "ci95_low": mean - 0.05, "ci95_high": mean + 0.05, "std": 0.1}
+    summary |= {"min": 0.5, "max": 1.0, "median": mean, "q05": 0.6, "q95": 0.99}
+    return {
+        "task": task,
+        "variant": variant,
+        "seeds": 20,
+        "majority_baseline": 0.55,
+        "hand_set_accuracy": hand,
+        "hand_set_note": None if hand is not None else "sees the steps as a set",
+        "heldout_accuracy": summary | {"share_solved": solved},
+        "gap_to_hand_set": None if hand is None else hand - mean,
+        **extra,
+    }
+
+
+def test_the_reading_says_when_the_mean_and_the_solved_share_disagree():
+    heads = {"per_head": [{"marker_mass": 0.9, "entropy": 0.1}], "share_divided": 0.4}
+    cells = [
+        cell("two_patterns", "lesson", 0.90, 0.10),
+        cell("two_patterns", "multihead2", 0.85, 0.30, heads=heads),
+    ]
+    text = next_lesson_markdown(cells, [])
+    assert "disagree on which is better: the answer depends on the metric" in text
+    assert "The two intervals overlap" in text
+    assert "With multihead2, 40% of seeds have one head focused" in text
+    agreeing = next_lesson_markdown(
+        [
+            cells[0] | {"heldout_accuracy": cells[0]["heldout_accuracy"] | {"share_solved": 0.5}},
+            cells[1],
+        ],
+        [],
+    )
+    assert "depends on the metric" not in agreeing
+
+
+def test_the_reading_says_what_owes_to_order():
+    none = {"mean": 0.0, "ci95_low": -0.01, "ci95_high": 0.01}
+    some = {"mean": 0.2, "ci95_low": 0.1, "ci95_high": 0.3}
+    shuffled = cell("x", "x", 0.6, 0.0)["heldout_accuracy"]
+    cells = [
+        cell("rise", "lesson", 0.70, 0.0, hand=None, shuffled=shuffled, above_shuffled=none),
+        cell("first_half", "lesson", 0.75, 0.0, hand=None, shuffled=shuffled, above_shuffled=some),
+    ]
+    text = next_lesson_markdown(cells, ["order_accuracy.png"])
+    assert "comes from the set of readings, not from where they sit" in text
+    assert "that much owes to the order of the steps" in text
+    assert "![order_accuracy.png](order_accuracy.png)" in text
+    assert "nan" not in text
+
+
+def test_the_grid_stage_refuses_an_unknown_cell_in_one_line(run_entry, monkeypatch, tmp_path):
+    from pipeline.stages import grid as stage
+
+    code, err = run_entry(lambda: stage.main(["nope", "lesson"]))
+    assert code == 1 and err.strip().startswith("error: unknown task 'nope'; allowed: lesson")
+    code, err = run_entry(lambda: stage.main(["rise", "transformer"]))
+    assert code == 1 and "unknown model variant 'transformer'; allowed: lesson, sink" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_stage_writes_the_cell(monkeypatch, tmp_path, capsys):
+    from pipeline.config.load import composed_yaml
+    from pipeline.stages import grid as stage
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(composed_yaml(SMALL))
+    stage.main(["first_half", "lesson"])
+    assert capsys.readouterr().out.startswith("first_half x lesson: held-out accuracy ")
+    document = json.loads((tmp_path / "reports/grid/first_half-lesson.json").read_text())
+    assert document["task"] == "first_half" and document["seeds"] == 3
