@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from pipeline import tracking
+from pipeline.config import TaskConfig
 from pipeline.tracking import compare
 from tests.test_tracking import committed_state
 
@@ -16,7 +17,9 @@ def test_one_row_per_version_with_each_variants_own_numbers(default_cfg, store, 
     lesson = committed_state(default_cfg, store, **{"dvc.exp_name": "lesson"})
     tracking.log_state(lesson)
     sink = committed_state(default_cfg, store, **{"dvc.exp_name": "with-sink"})
-    sink.cfg = replace(sink.cfg, model=replace(sink.cfg.model, kind="sink"))
+    sink.cfg = replace(
+        sink.cfg, model=replace(sink.cfg.model, kind="sink"), task=TaskConfig(kind="rise")
+    )
     sink.metrics = copy.deepcopy(sink.metrics)
     sink.metrics["parameters"] = 20
     sink.metrics["seed_gap"] = 0.25
@@ -26,6 +29,7 @@ def test_one_row_per_version_with_each_variants_own_numbers(default_cfg, store, 
 
     parents, children = tracking.search_parent_runs(store, "test")
     table = compare.variant_table(parents, children)
+    assert list(table["task"]) == ["lesson", "rise"]
     assert list(table["variant"]) == ["lesson", "sink"]
     assert list(table["version"]) == ["lesson", "with-sink"]
     assert list(table["params"]) == [19, 20]
@@ -38,8 +42,8 @@ def test_one_row_per_version_with_each_variants_own_numbers(default_cfg, store, 
 
     compare.main(["--uri", store, "--experiment", "test"])
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].split()[:4] == ["variant", "version", "gap", "params"]
-    assert lines[2].split()[:4] == ["sink", "with-sink", "0.2500", "20"]
+    assert lines[0].split()[:5] == ["task", "variant", "version", "gap", "params"]
+    assert lines[2].split()[:5] == ["rise", "sink", "with-sink", "0.2500", "20"]
 
 
 def test_a_store_without_runs_is_an_error_naming_it(default_cfg, store):

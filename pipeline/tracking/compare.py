@@ -1,10 +1,11 @@
-"""The model variants side by side: `python -m pipeline.compare`.
+"""The model variants (and tasks) side by side: `python -m pipeline.compare`.
 
 Reads the tracked versions from the MLflow store (as pipeline.history does) and
-prints one row per version, variant (`model.kind`) first: its parameter count,
-the run-to-run gap and held-out range, the lesson's per-seed numbers as means
-over the version's seeds, each variant's own numbers (sink mass, per-head marker
-mass and argmax hit), and the seed study's summary where the version has one.
+prints one row per version, its task (`task.kind`) and variant (`model.kind`)
+first: its parameter count, the run-to-run gap and held-out range, the lesson's
+per-seed numbers as means over the version's seeds, each variant's own numbers
+(sink mass, per-head marker mass and argmax hit), and the seed study's summary
+where the version has one.
 A column a variant does not have stays empty.
 """
 
@@ -44,9 +45,15 @@ def variant_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
     if parents.empty:
         return pd.DataFrame()
     parents = parents.sort_values("start_time").set_index("run_id")
-    kind = parents.get("params.model.kind", pd.Series(index=parents.index, dtype=object))
+    missing = pd.Series(index=parents.index, dtype=object)
+    kind = parents.get("params.model.kind", missing)
+    task = parents.get("params.task.kind", missing)  # runs logged before tasks: the lesson's
     table = pd.DataFrame(
-        {"variant": kind.fillna("lesson"), "version": parents["tags.mlflow.runName"]}
+        {
+            "task": task.fillna("lesson"),
+            "variant": kind.fillna("lesson"),
+            "version": parents["tags.mlflow.runName"],
+        }
     )
     for key in VARIANT_PARAMS[1:]:  # where they tell the rows apart
         if f"params.{key}" in parents and parents[f"params.{key}"].nunique() > 1:
@@ -60,12 +67,13 @@ def variant_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
     seeds = children.set_index("tags.mlflow.parentRunId")
     for name, column in SEED_COLUMNS.items():
         table[column] = metric(seeds, f"lesson/{name}", name).groupby(level=0).mean()
-    # The variants' own numbers (pipeline.metrics.variant_values): sink, per head.
+    # The kinds' own numbers (interface.extra_values): sink, per head.
     prefixes = ("metrics.lesson/sink_", "metrics.lesson/head_")
     own = [c for c in seeds.columns if c.startswith(prefixes)]
     for column in sorted(own):
         table[column.removeprefix("metrics.lesson/")] = seeds[column].groupby(level=0).mean()
-    order = ["variant", "version", *[c for c in table.columns if c not in ("variant", "version")]]
+    first = ("task", "variant", "version")
+    order = [*first, *[c for c in table.columns if c not in first]]
     return table[order].reset_index(drop=True)
 
 

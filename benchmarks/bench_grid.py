@@ -1,0 +1,52 @@
+"""Wall time of the next lesson's grid (docs/next_lesson.md), after imports.
+
+    python benchmarks/bench_grid.py [--seeds 1000] [cells ...]
+
+Each cell as its DVC stage runs it (`grid.run_cell`: the task's data, `--seeds`
+seeds trained like the study, the summary; the order tasks train the
+shuffled-steps control too), one after another in one process. Targets of issue
+23 on 2 cores: 60 s for any one cell at 1000 seeds, 5 minutes for the grid. A
+cell is TASK-VARIANT as in dvc.yaml (e.g. rise-window2); default: every cell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import yaml
+
+from pipeline.analysis import grid
+from pipeline.config import PROJECT_ROOT, compose, validate
+
+
+def cells() -> dict[str, dict]:
+    stages = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
+    return stages["grid"]["foreach"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=1000)
+    parser.add_argument("cells", nargs="*", default=list(cells()))
+    args = parser.parse_args()
+    cfg = validate(compose([f"grid.seeds={args.seeds}"]))
+    total = 0.0
+    for name in args.cells:
+        item = cells()[name]
+        start = time.perf_counter()
+        document = grid.run_cell(cfg, item["task"], item["variant"])
+        took = time.perf_counter() - start
+        total += took
+        accuracy = document["heldout_accuracy"]
+        print(
+            f"{name:30s} {took:6.1f} s  held-out {accuracy['mean']:.4f} "
+            f"({accuracy['ci95_low']:.4f}-{accuracy['ci95_high']:.4f}), "
+            f"solved {accuracy['share_solved']:.2f}",
+            flush=True,
+        )
+    print(f"{'grid':30s} {total:6.1f} s  ({len(args.cells)} cells, {args.seeds} seeds each)")
+
+
+if __name__ == "__main__":
+    main()
