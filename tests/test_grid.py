@@ -156,3 +156,31 @@ def test_the_stage_writes_the_cell(monkeypatch, tmp_path, capsys):
     assert capsys.readouterr().out.startswith("first_half x lesson: held-out accuracy ")
     document = json.loads((tmp_path / "reports/grid/first_half-lesson.json").read_text())
     assert document["task"] == "first_half" and document["seeds"] == 3
+
+
+def test_each_cell_is_one_parent_run_tagged_with_task_and_model(cfg, store, tmp_path):
+    from dataclasses import replace
+
+    from pipeline.config import TrackingConfig
+    from pipeline.tracking import search_parent_runs
+    from pipeline.tracking.grid_runs import log_cells
+
+    tracked = replace(cfg, tracking=TrackingConfig(uri=store, experiment="grid"))
+    cells = []
+    for task, variant in (("rise", "window2"), ("two_patterns", "multihead2")):
+        document = grid.run_cell(cfg, task, variant)
+        path = tmp_path / f"{task}-{variant}.json"
+        path.write_text(json.dumps(document))
+        cells.append((grid.cell_config(tracked, task, variant), document, path))
+    assert [fresh for _, fresh in log_cells(tracked, cells)] == [True, True]
+    assert [fresh for _, fresh in log_cells(tracked, cells)] == [False, False]  # logged once
+    parents, _ = search_parent_runs(store, "grid")
+    rows = parents.set_index("tags.task")
+    assert rows.loc["rise", "tags.model"] == "window2"
+    assert rows.loc["rise", "params.model.window"] == "2"
+    mean = cells[0][1]["heldout_accuracy"]["mean"]
+    assert rows.loc["rise", "metrics.grid/heldout_accuracy/mean"] == pytest.approx(mean)
+    assert "metrics.grid/above_shuffled/mean" in rows.columns
+    assert rows.loc["two_patterns", "metrics.grid/heads/share_divided"] == pytest.approx(
+        cells[1][1]["heads"]["share_divided"]
+    )

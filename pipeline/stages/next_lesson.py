@@ -1,20 +1,22 @@
-"""Stage next_lesson: the grid's cells -> reports/next_lesson/ (report and figures)."""
+"""Stage next_lesson: the grid's cells -> reports/next_lesson/ (report and figures),
+and one MLflow parent run per cell (tracking.enabled)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from pipeline.config import load_params
+from pipeline.config import Config, TaskConfig, load_params
 from pipeline.files import all_or_none, read_json, write_bytes, write_text
 from pipeline.reporting.next_lesson import HEADS_TASK, next_lesson_markdown
-from pipeline.stages import entry
 
 
 def main() -> None:
     cfg = load_params(sizes=False)  # reads the cells, computes nothing large
     from pipeline.reporting.figures import next_lesson_figures
 
-    cells = [read_json(path) for path in sorted(Path(cfg.paths.grid).glob("*.json"))]
+    paths = sorted(Path(cfg.paths.grid).glob("*.json"))
+    cells = [read_json(path) for path in paths]
     order = {task: i for i, task in enumerate((HEADS_TASK, "first_half", "rise"))}
     cells.sort(key=lambda c: (order.get(c["task"], len(order)), c["task"]))
     heads = [c for c in cells if c["task"] == HEADS_TASK]
@@ -25,7 +27,19 @@ def main() -> None:
             write_bytes(out / name, png)
         write_text(out / "next_lesson.md", next_lesson_markdown(cells, list(pngs)))
     print(f"== the next lesson: {out / 'next_lesson.md'}")
+    if cfg.tracking.enabled:
+        log(cfg, paths)
 
 
-if __name__ == "__main__":
-    entry(main)
+def log(cfg: Config, paths: list[Path]) -> None:
+    """One parent run per cell, its config the cell's own (the task, the variant)."""
+    from pipeline.tracking import store_uri
+    from pipeline.tracking.grid_runs import log_cells
+
+    cells = []
+    for path in paths:
+        document = read_json(path)
+        model = replace(cfg.model, **document["model"])
+        cells.append((replace(cfg, task=TaskConfig(document["task"]), model=model), document, path))
+    new = sum(fresh for _, fresh in log_cells(cfg, cells))
+    print(f"logged {new} new of {len(cells)} grid cells in {store_uri(cfg.tracking)}")

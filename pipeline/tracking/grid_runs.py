@@ -1,0 +1,62 @@
+"""Logging the next lesson's grid: one parent run per task x model cell.
+
+Tagged `task` and `model` (the cell's variant), so the MLflow UI groups and
+filters by them; its numbers under grid/ (held-out accuracy, the solved share,
+the majority baseline, the hand-set accuracy, the shuffled control, per-head
+numbers) and the cell's JSON. A cell already in the store is not logged again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.config import Config
+from pipeline.tracking.client import complete, experiment, find_state, log_run, source_tags
+from pipeline.tracking.state import nested_metrics, number_params, state_digest
+from pipeline.tracking.store import locked, store_uri
+
+PER_SEED = ("per_seed_heldout_accuracy", "per_seed_marker_mass", "per_seed_entropy")
+
+
+def cell_metrics(document: dict) -> dict[str, float]:
+    """The cell's numbers as grid/... metrics: summaries only, not every seed's."""
+    numbers = {k: v for k, v in document.items() if isinstance(v, (int, float, dict))}
+    if "heads" in numbers:
+        numbers["heads"] = {k: v for k, v in numbers["heads"].items() if k not in PER_SEED}
+    numbers.pop("model", None)
+    return {k: v for k, v in nested_metrics(numbers, "grid/").items() if v == v}
+
+
+def log_cells(cfg: Config, cells: list[tuple[Config, dict, Path]]) -> list[tuple[str, bool]]:
+    """Each (cell config, cell document, its file) as a parent run, under one lock:
+    [(run id, newly logged)]."""
+    uri = store_uri(cfg.tracking)
+    return locked(uri, lambda: [_log_cell(uri, cfg, *cell) for cell in cells])
+
+
+def _log_cell(uri: str, cfg: Config, cell: Config, document: dict, path: Path) -> tuple[str, bool]:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment_id = experiment(client, uri, cfg.tracking.experiment)
+    tags = {"task": document["task"], "model": document["variant"]}
+    digest = state_digest(cell, document, tags)
+    existing = find_state(client, experiment_id, digest)
+    if existing:
+        return existing, False
+    name = f"{document['task']} x {document['variant']}"
+    accuracy = document["heldout_accuracy"]
+    run_tags = {
+        **source_tags("python -m pipeline.stages.next_lesson"),
+        **tags,
+        "version": name,
+        "mlflow.note.content": (
+            f"{name}: held-out {accuracy['mean']:.4f} ({accuracy['ci95_low']:.4f}-"
+            f"{accuracy['ci95_high']:.4f}) over {document['seeds']} seeds"
+        ),
+    }
+    run = log_run(
+        client, experiment_id, name, run_tags, number_params(cell), cell_metrics(document)
+    )
+    complete(client, run, digest, lambda: client.log_artifact(run, str(path), artifact_path="grid"))
+    return run, True
