@@ -25,6 +25,22 @@ def cells() -> dict[str, dict]:
     return stages["grid"]["foreach"]
 
 
+def numbers(document: dict) -> str:
+    """The cell's headline: held-out mean (95% CI), solved share; the shuffled control
+    and the difference to it, or the share of seeds whose heads divide the work."""
+
+    def mean(summary: dict) -> str:
+        return f"{summary['mean']:.4f} ({summary['ci95_low']:.4f}-{summary['ci95_high']:.4f})"
+
+    accuracy = document["heldout_accuracy"]
+    text = f"held-out {mean(accuracy)}, solved {accuracy['share_solved']:.2f}"
+    if "shuffled" in document:
+        text += f"; shuffled {mean(document['shuffled'])}, above {mean(document['above_shuffled'])}"
+    if "heads" in document:
+        text += f"; divided {document['heads']['share_divided']:.2f}"
+    return text
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1000)
@@ -38,13 +54,7 @@ def main() -> None:
         document = grid.run_cell(cfg, item["task"], item["variant"])
         took = time.perf_counter() - start
         total += took
-        accuracy = document["heldout_accuracy"]
-        print(
-            f"{name:30s} {took:6.1f} s  held-out {accuracy['mean']:.4f} "
-            f"({accuracy['ci95_low']:.4f}-{accuracy['ci95_high']:.4f}), "
-            f"solved {accuracy['share_solved']:.2f}",
-            flush=True,
-        )
+        print(f"{name:30s} {took:6.1f} s  {numbers(document)}", flush=True)
     print(f"{'grid':30s} {total:6.1f} s  ({len(args.cells)} cells, {args.seeds} seeds each)")
 
 

@@ -32,6 +32,10 @@ def test_the_answer_has_each_runs_numbers_the_gap_and_where_to_look():
     )
     assert summary.study_line(study) in text
     assert "== the report: reports/report.md" in text
+    assert (
+        "== the next lesson (a second head, the order of steps): reports/next_lesson/next_lesson.md"
+        in text
+    )
     assert text[-1].endswith("UI-COMMAND")
     # Every column says what it measures.
     assert all(any(line.startswith(f"  {c}: ") for line in text) for _, c, _ in summary.COLUMNS)

@@ -94,23 +94,15 @@ def head_numbers(
 
 def heads_summary(mass: torch.Tensor, entropy: torch.Tensor) -> dict:
     """Per head (in the order the model holds them) and whether the work is divided."""
-    focused, spread = mass >= FOCUSED, entropy >= SPREAD
-    # Seeds with a focused head and a different spread head.
-    divided = [
-        any(
-            focused[s, i] and spread[s, j]
-            for i in range(mass.shape[1])
-            for j in range(mass.shape[1])
-            if i != j
-        )
-        for s in range(mass.shape[0])
-    ]
+    focused, spread = mass >= FOCUSED, entropy >= SPREAD  # (S, H)
+    other = ~torch.eye(mass.shape[1], dtype=torch.bool)  # head i focused, a different j spread
+    divided = (focused[:, :, None] & spread[:, None, :] & other).any((1, 2))
     return {
         "per_head": [
             {"marker_mass": float(mass[:, h].mean()), "entropy": float(entropy[:, h].mean())}
             for h in range(mass.shape[1])
         ],
-        "share_divided": float(np.mean(divided)),
+        "share_divided": float(divided.to(torch.float64).mean()),
         "per_seed_marker_mass": mass.tolist(),  # (S, H)
         "per_seed_entropy": entropy.tolist(),
     }

@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from pipeline import provenance
 from pipeline.config import Config, TaskConfig, load_params
-from pipeline.files import all_or_none, read_json, write_bytes, write_text
+from pipeline.files import read_json, write_bytes, write_text
 from pipeline.reporting.next_lesson import HEADS_TASK, next_lesson_markdown
+from pipeline.stages import entry
 
 
 def main() -> None:
@@ -22,7 +24,7 @@ def main() -> None:
     heads = [c for c in cells if c["task"] == HEADS_TASK]
     pngs = next_lesson_figures(heads, [c for c in cells if c["task"] != HEADS_TASK])
     out = Path(cfg.paths.next_lesson)
-    with all_or_none():
+    with provenance.publishing(cfg, "next_lesson"):
         for name, png in pngs.items():
             write_bytes(out / name, png)
         write_text(out / "next_lesson.md", next_lesson_markdown(cells, list(pngs)))
@@ -43,3 +45,7 @@ def log(cfg: Config, paths: list[Path]) -> None:
         cells.append((replace(cfg, task=TaskConfig(document["task"]), model=model), document, path))
     new = sum(fresh for _, fresh in log_cells(cfg, cells))
     print(f"logged {new} new of {len(cells)} grid cells in {store_uri(cfg.tracking)}")
+
+
+if __name__ == "__main__":
+    entry(main)
