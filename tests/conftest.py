@@ -197,6 +197,7 @@ def small_overrides() -> list[str]:
         "train.epochs=30",
         "study.seeds=4",
         "study.bootstrap=20",
+        "grid.seeds=2",
     ]
 
 
