@@ -6,7 +6,8 @@ Each cell as its DVC stage runs it (`grid.run_cell`: the task's data, `--seeds`
 seeds trained like the study, the summary; the order tasks train the
 shuffled-steps control too), one after another in one process. Targets of issue
 23 on 2 cores: 60 s for any one cell at 1000 seeds, 5 minutes for the grid. A
-cell is TASK-VARIANT as in dvc.yaml (e.g. rise-window2); default: every cell.
+cell is a name of grid.cells (conf/grid/lesson.yaml, e.g. rise-window2); default:
+every cell.
 """
 
 from __future__ import annotations
@@ -14,15 +15,8 @@ from __future__ import annotations
 import argparse
 import time
 
-import yaml
-
 from pipeline.analysis import grid
-from pipeline.config import PROJECT_ROOT, compose, validate
-
-
-def cells() -> dict[str, dict]:
-    stages = yaml.safe_load((PROJECT_ROOT / "dvc.yaml").read_text())["stages"]
-    return stages["grid"]["foreach"]
+from pipeline.config import compose, validate
 
 
 def numbers(document: dict) -> str:
@@ -44,18 +38,19 @@ def numbers(document: dict) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, default=1000)
-    parser.add_argument("cells", nargs="*", default=list(cells()))
+    parser.add_argument("cells", nargs="*")
     args = parser.parse_args()
     cfg = validate(compose([f"grid.seeds={args.seeds}"]))
+    names = args.cells or list(cfg.grid.cells)
     total = 0.0
-    for name in args.cells:
-        item = cells()[name]
+    for name in names:
+        cell = cfg.grid.cells[name]
         start = time.perf_counter()
-        document = grid.run_cell(cfg, item["task"], item["variant"])
+        document = grid.run_cell(cfg, cell.task, cell.variant)
         took = time.perf_counter() - start
         total += took
         print(f"{name:30s} {took:6.1f} s  {numbers(document)}", flush=True)
-    print(f"{'grid':30s} {total:6.1f} s  ({len(args.cells)} cells, {args.seeds} seeds each)")
+    print(f"{'grid':30s} {total:6.1f} s  ({len(names)} cells, {args.seeds} seeds each)")
 
 
 if __name__ == "__main__":

@@ -174,7 +174,8 @@ def test_each_cell_is_one_parent_run_tagged_with_task_and_model(cfg, store, tmp_
         cells.append((grid.cell_config(tracked, task, variant), document, path))
     assert [fresh for _, fresh in log_cells(tracked, cells)] == [True, True]
     assert [fresh for _, fresh in log_cells(tracked, cells)] == [False, False]  # logged once
-    parents, _ = search_parent_runs(store, "grid")
+    parents, _ = search_parent_runs(store, "grid-next-lesson")  # not the lesson's versions
+    assert search_parent_runs(store, "grid")[0].empty
     rows = parents.set_index("tags.task")
     assert rows.loc["rise", "tags.model"] == "window2"
     assert rows.loc["rise", "params.model.window"] == "2"
@@ -184,3 +185,23 @@ def test_each_cell_is_one_parent_run_tagged_with_task_and_model(cfg, store, tmp_
     assert rows.loc["two_patterns", "metrics.grid/heads/share_divided"] == pytest.approx(
         cells[1][1]["heads"]["share_divided"]
     )
+
+
+@pytest.mark.parametrize(
+    ("cell", "message"),
+    [
+        (
+            "{task:nope,variant:lesson}",
+            r"grid.cells.bad.task='nope': allowed: lesson, two_patterns",
+        ),
+        (
+            "{task:rise,variant:transformer}",
+            r"grid.cells.bad.variant='transformer': allowed: lesson",
+        ),
+    ],
+)
+def test_a_cell_of_an_unknown_task_or_variant_is_refused_in_one_line(cell, message):
+    from pipeline.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=message):
+        validate(compose([f"+grid.cells.bad={cell}"]))

@@ -22,6 +22,7 @@ import torch
 from pipeline.config import ModelConfig
 from pipeline.models import interface
 from pipeline.models.params import Params
+from pipeline.models.variants import VARIANTS
 
 FOCUS = 30.0  # a marker score this far above the rest puts ~all the weight on it
 FLAT = 1e-3  # a reading score this small makes the log-sum-exp approach the mean
@@ -130,19 +131,7 @@ def window_previous(cfg: ModelConfig, steps: int, threshold: float) -> Params:
 
 Construction = Callable[[ModelConfig, int, float], Params]
 
-# (task, model variant) -> the model config of the cell and how to set it by hand.
-# Variants are the kinds with the setting that matters (heads, encoding, width).
-VARIANTS: dict[str, dict] = {
-    "lesson": {"kind": "lesson"},
-    "sink": {"kind": "sink"},
-    "multihead2": {"kind": "multihead", "heads": 2},
-    "multihead4": {"kind": "multihead", "heads": 4},
-    "posenc_learned": {"kind": "posenc", "positional": "learned"},
-    "posenc_sinusoidal": {"kind": "posenc", "positional": "sinusoidal"},
-    "window2": {"kind": "window", "window": 2},
-    "window3": {"kind": "window", "window": 3},
-    "window12": {"kind": "window", "window": 12},
-}
+# (task, model variant) -> how to set the cell's model by hand.
 ONE_HEAD = ("lesson", "sink", "posenc_learned", "window2", "window3", "window12")
 CONSTRUCTIONS: dict[tuple[str, str], Construction] = {
     **{("lesson", v): marker_reading for v in (*ONE_HEAD, "multihead2", "multihead4")},

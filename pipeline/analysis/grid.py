@@ -32,6 +32,7 @@ from pipeline.analysis import capacity, stats, study
 from pipeline.config import Config, TaskConfig
 from pipeline.models import frames, interface
 from pipeline.models.train import device_and_dtype
+from pipeline.models.variants import VARIANTS
 
 FOCUSED = 0.5  # a head's mean weight on the marked step
 SPREAD = 0.75  # a head's mean weight entropy over log T
@@ -125,7 +126,7 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
     document: dict = {
         "task": task,
         "variant": variant,
-        "model": capacity.VARIANTS[variant],
+        "model": VARIANTS[variant],
         "seeds": len(seeds),
         "majority_baseline": max(positive, 1.0 - positive),
         "hand_set_accuracy": hand,

@@ -35,6 +35,7 @@ from pipeline.config.schema import (
 )
 from pipeline.errors import ConfigError
 from pipeline.models import KINDS
+from pipeline.models.variants import VARIANTS
 
 
 def _check(ok: bool, key: str, allowed: str, value: Any) -> None:
@@ -219,6 +220,13 @@ def _check_values(cfg: Config) -> None:
     faith = cfg.faithfulness
     _check(faith.ig_steps >= 1, "faithfulness.ig_steps", "must be an integer >= 1", faith.ig_steps)
     grid = cfg.grid
+    for name, cell in grid.cells.items():
+        key = f"grid.cells.{name}"
+        _check(
+            cell.task in tasks.KINDS, f"{key}.task", f"allowed: {', '.join(tasks.KINDS)}", cell.task
+        )
+        allowed = f"allowed: {', '.join(VARIANTS)}"
+        _check(cell.variant in VARIANTS, f"{key}.variant", allowed, cell.variant)
     _check(grid.seeds >= 2, "grid.seeds", "must be an integer >= 2", grid.seeds)
     _check(0 < grid.solved <= 1, "grid.solved", "must be in (0, 1]", grid.solved)
     _check_seeds(cfg)

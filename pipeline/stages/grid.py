@@ -13,10 +13,11 @@ import argparse
 from pathlib import Path
 
 from pipeline import tasks
-from pipeline.analysis import capacity, grid
+from pipeline.analysis import grid
 from pipeline.config import load_params
 from pipeline.errors import ConfigError
 from pipeline.files import write_json
+from pipeline.models.variants import VARIANTS
 from pipeline.stages import entry
 
 
@@ -31,8 +32,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.task not in tasks.KINDS:
         raise ConfigError(f"unknown task {args.task!r}; allowed: {', '.join(tasks.KINDS)}")
-    if args.variant not in capacity.VARIANTS:
-        allowed = ", ".join(capacity.VARIANTS)
+    if args.variant not in VARIANTS:
+        allowed = ", ".join(VARIANTS)
         raise ConfigError(f"unknown model variant {args.variant!r}; allowed: {allowed}")
     cfg = load_params()
     document = grid.run_cell(cfg, args.task, args.variant)

@@ -1,7 +1,8 @@
 """Logging the next lesson's grid: one parent run per task x model cell.
 
-Tagged `task` and `model` (the cell's variant), so the MLflow UI groups and
-filters by them; its numbers under grid/ (held-out accuracy, the solved share,
+In an experiment of its own, `<tracking.experiment>-next-lesson`, so the lesson's
+versions (history, compare, the gap view) stay the lesson's. Tagged `task` and
+`model` (the cell's variant), so the MLflow UI groups and filters by them; its numbers under grid/ (held-out accuracy, the solved share,
 the majority baseline, the hand-set accuracy, the shuffled control, per-head
 numbers) and the cell's JSON. A cell already in the store is not logged again.
 """
@@ -15,6 +16,7 @@ from pipeline.tracking.client import complete, experiment, find_state, log_run, 
 from pipeline.tracking.state import nested_metrics, number_params, state_digest
 from pipeline.tracking.store import locked, store_uri
 
+SUFFIX = "-next-lesson"
 PER_SEED = ("per_seed_heldout_accuracy", "per_seed_marker_mass", "per_seed_entropy")
 
 
@@ -38,7 +40,7 @@ def _log_cell(uri: str, cfg: Config, cell: Config, document: dict, path: Path) -
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
-    experiment_id = experiment(client, uri, cfg.tracking.experiment)
+    experiment_id = experiment(client, uri, cfg.tracking.experiment + SUFFIX)
     tags = {"task": document["task"], "model": document["variant"]}
     digest = state_digest(cell, document, tags)
     existing = find_state(client, experiment_id, digest)
