@@ -52,9 +52,9 @@ def test_the_diff_starts_with_what_changed(monkeypatch):
         "- reports/headline.json `runs.1.heldout_accuracy`: 0.8889 -> 0.8889",
     ]
     others = lines[lines.index("## Other metrics that changed") + 2 :][:2]
-    assert others == [  # every numbers file but the headline, whose changes are above
-        "- reports/metrics.json `seed_gap`: 0.1056 -> 0.0500",
+    assert others == [  # every numbers file but the headline; keys in order
         "- reports/metrics.json `runs.1.high_weight`: 81 -> 80",
+        "- reports/metrics.json `seed_gap`: 0.1056 -> 0.0500",
     ]
     assert lines[-1] == "METRICS TABLE"
     # Only headline.json is a declared metrics file: the rest are compared as targets.

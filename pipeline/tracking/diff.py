@@ -47,7 +47,7 @@ def change_lines(changes: dict, shown=number) -> list[str]:
     return [
         f"- {name} `{key}`: {shown(values.get('old'))} -> {shown(values.get('new'))}"
         for name, keys in changes.items()
-        for key, values in keys.items()
+        for key, values in sorted(keys.items())
     ]
 
 
