@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import replace
 
 import torch
 
 from pipeline.config import ModelConfig
+from pipeline.config.cells import variant_config
 from pipeline.models import interface
 from pipeline.models.params import Params
-from pipeline.models.variants import VARIANTS
 
 FOCUS = 30.0  # a marker score this far above the rest puts ~all the weight on it
 FLAT = 1e-3  # a reading score this small makes the log-sum-exp approach the mean
@@ -174,10 +173,6 @@ CANNOT: dict[tuple[str, str], str] = {
         for v in ("window3", "window12")
     },
 }
-
-
-def variant_config(variant: str, base: ModelConfig) -> ModelConfig:
-    return replace(base, **VARIANTS[variant])
 
 
 def hand_set_accuracy(

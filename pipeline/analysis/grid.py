@@ -21,27 +21,21 @@ focused on the marker (marker mass >= FOCUSED) and another spread (>= SPREAD).
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import torch
 
 from pipeline import data, tasks
-from pipeline.analysis import capacity, stats, study
-from pipeline.config import Config, TaskConfig
+from pipeline.analysis import capacity, metrics, stats, study
+from pipeline.config import Config
+from pipeline.config.cells import cell_config
 from pipeline.models import frames, interface
 from pipeline.models.train import device_and_dtype
 from pipeline.models.variants import VARIANTS
 
 FOCUSED = 0.5  # a head's mean weight on the marked step
 SPREAD = 0.75  # a head's mean weight entropy over log T
-
-
-def cell_config(cfg: Config, task: str, variant: str) -> Config:
-    """The cell's config: the task and the model variant on the lesson's settings."""
-    model = capacity.variant_config(variant, cfg.model)
-    return replace(cfg, task=TaskConfig(kind=task), model=model)
 
 
 def shuffled_steps(frame: pd.DataFrame, steps: int, seed: int) -> pd.DataFrame:
@@ -60,7 +54,7 @@ def shuffled_steps(frame: pd.DataFrame, steps: int, seed: int) -> pd.DataFrame:
 def accuracy_summary(runs: study.SeedRuns, cfg: Config, solved: float) -> dict:
     """Held-out accuracy over seeds: describe, 95% multi-bootstrap interval, solved share."""
     per_seed = runs.values["heldout_accuracy"].mean(-1)
-    low, high = study.bootstrap_intervals(runs, cfg)["heldout_accuracy"]
+    low, high = study.bootstrap_intervals(runs, cfg, ["heldout_accuracy"])["heldout_accuracy"]
     return {
         **stats.describe(per_seed),
         "ci95_low": low,
@@ -86,10 +80,9 @@ def head_numbers(
     """Per seed and head: marker mass and weight entropy over log T, (S, H) each."""
     inputs, _, marked = heldout
     params = interface.from_flat(runs.params.to(inputs), cfg.model, cfg.data.steps)
-    weights = interface.head_weights(params, inputs)  # (S, N, H, T)
-    index = marked[None, :, None, None].expand(*weights.shape[:-1], 1)
-    mass = weights.gather(-1, index).squeeze(-1).mean(1)
-    entropy = -(weights * weights.clamp_min(1e-300).log()).sum(-1).mean(1)
+    weights = interface.head_weights(params, inputs).transpose(1, 2)  # (S, H, N, T)
+    mass = metrics.marked_weight(weights, marked).mean(-1)
+    entropy = -(weights * weights.clamp_min(1e-300).log()).sum(-1).mean(-1)
     return mass.cpu(), (entropy / math.log(cfg.data.steps)).cpu()
 
 

@@ -152,8 +152,10 @@ def summarized(runs: SeedRuns) -> list[str]:
     return [*SUMMARIZED, *metrics.variant_names(runs.values)]
 
 
-def bootstrap_intervals(runs: SeedRuns, cfg: Config) -> dict[str, tuple[float, float]]:
-    """The 95% multi-bootstrap interval of each summarized mean.
+def bootstrap_intervals(
+    runs: SeedRuns, cfg: Config, names: list[str] | None = None
+) -> dict[str, tuple[float, float]]:
+    """The 95% multi-bootstrap interval of each summarized mean (or of `names`).
 
     Each resample draws seeds, held-out examples and training examples with
     replacement (in that order, from torch.Generator(study.bootstrap_seed)); every
@@ -167,7 +169,7 @@ def bootstrap_intervals(runs: SeedRuns, cfg: Config) -> dict[str, tuple[float, f
     heldout_counts = stats.resample_counts(heldout_size, resamples, generator)
     train_counts = stats.resample_counts(train_size, resamples, generator)
     intervals = {}
-    for name in summarized(runs):
+    for name in names or summarized(runs):
         examples = train_counts if name == "train_accuracy" else heldout_counts
         means = stats.multi_bootstrap_means(runs.values[name], seed_counts, examples)
         intervals[name] = stats.interval(means)

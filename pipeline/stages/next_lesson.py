@@ -3,11 +3,11 @@ and one MLflow parent run per cell (tracking.enabled)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 from pipeline import provenance
-from pipeline.config import Config, TaskConfig, load_params
+from pipeline.config import Config, load_params
+from pipeline.config.cells import cell_config
 from pipeline.files import read_json, write_bytes, write_text
 from pipeline.reporting.next_lesson import HEADS_TASK, next_lesson_markdown
 from pipeline.stages import entry
@@ -38,11 +38,11 @@ def log(cfg: Config, paths: list[Path]) -> None:
     from pipeline.tracking import store_uri
     from pipeline.tracking.grid_runs import log_cells
 
-    cells = []
-    for path in paths:
-        document = read_json(path)
-        model = replace(cfg.model, **document["model"])
-        cells.append((replace(cfg, task=TaskConfig(document["task"]), model=model), document, path))
+    documents = [read_json(path) for path in paths]
+    cells = [
+        (cell_config(cfg, d["task"], d["variant"]), d, path)
+        for d, path in zip(documents, paths, strict=True)
+    ]
     new = sum(fresh for _, fresh in log_cells(cfg, cells))
     print(f"logged {new} new of {len(cells)} grid cells in {store_uri(cfg.tracking)}")
 

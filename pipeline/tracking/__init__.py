@@ -23,11 +23,9 @@ from pipeline.tracking.record import logged_run
 from pipeline.tracking.runs import log_state
 from pipeline.tracking.search import search_parent_runs
 from pipeline.tracking.state import (
-    NUMBER_GROUPS,
     STATE_TAG,
     PipelineState,
     environment_tags,
-    flatten,
     git_tags,
     lock_hashes,
     state_digest,
@@ -44,14 +42,12 @@ from pipeline.tracking.view import GAP_VIEW
 
 __all__ = [
     "GAP_VIEW",
-    "NUMBER_GROUPS",
     "STATE_TAG",
     "PipelineState",
     "check_server",
     "ensure_store",
     "environment_tags",
     "experiment_id",
-    "flatten",
     "git_tags",
     "lock_hashes",
     "log_state",

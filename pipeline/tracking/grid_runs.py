@@ -2,9 +2,10 @@
 
 In an experiment of its own, `<tracking.experiment>-next-lesson`, so the lesson's
 versions (history, compare, the gap view) stay the lesson's. Tagged `task` and
-`model` (the cell's variant), so the MLflow UI groups and filters by them; its numbers under grid/ (held-out accuracy, the solved share,
-the majority baseline, the hand-set accuracy, the shuffled control, per-head
-numbers) and the cell's JSON. A cell already in the store is not logged again.
+`model` (the cell's variant), so the MLflow UI groups and filters by them; its
+numbers under grid/ (held-out accuracy, the solved share, the majority baseline,
+the hand-set accuracy, the shuffled control, per-head numbers) and the cell's
+JSON. A cell already in the store is not logged again.
 """
 
 from __future__ import annotations

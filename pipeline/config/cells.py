@@ -1,0 +1,19 @@
+"""The configs of the next lesson's grid cells: a task and a named model variant
+(pipeline/models/variants.py) on the lesson's settings."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pipeline.config.schema import Config, ModelConfig, TaskConfig
+from pipeline.models.variants import VARIANTS
+
+
+def variant_config(variant: str, base: ModelConfig) -> ModelConfig:
+    """`base` (the lesson's sizes and init) as the named variant."""
+    return replace(base, **VARIANTS[variant])
+
+
+def cell_config(cfg: Config, task: str, variant: str) -> Config:
+    """A grid cell's config: the task and the model variant on the lesson's settings."""
+    return replace(cfg, task=TaskConfig(kind=task), model=variant_config(variant, cfg.model))
