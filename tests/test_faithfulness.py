@@ -100,13 +100,15 @@ def test_hit_rank_and_precision_with_ties():
     assert faithfulness.average_precision(SCORES, marked).tolist() == [[0.25, 0.25, 1 / 3]]
 
 
-def reference_average_precision(scores: list[float], positive: int) -> float:
+def reference_average_precision(scores: list[float], positive: int | set[int]) -> float:
     """scikit-learn's definition: sum over thresholds of (R_n - R_{n-1}) P_n."""
+    positives = {positive} if isinstance(positive, int) else positive
     total, recall_before = 0.0, 0.0
     for threshold in sorted(set(scores), reverse=True):
         chosen = [i for i, s in enumerate(scores) if s >= threshold]
-        recall = float(positive in chosen)
-        total += (recall - recall_before) * (float(positive in chosen) / len(chosen))
+        hits = len(positives & set(chosen))
+        recall = hits / len(positives)
+        total += (recall - recall_before) * (hits / len(chosen))
         recall_before = recall
     return total
 
@@ -119,6 +121,43 @@ def test_average_precision_against_definition():
     for i in range(200):
         expected = reference_average_precision(scores[0, i].tolist(), int(marked[i]))
         assert float(got[i]) == pytest.approx(expected, abs=1e-15)
+
+
+def test_rationale_metrics_against_a_set_of_steps():
+    """A rationale of several steps (the rise task's m - 1 and m): hit@1 is the top step
+    being one of them, the rank how far down both are, AUPRC scikit-learn's."""
+    generator = torch.Generator().manual_seed(4)
+    scores = torch.randint(5, (1, 300, 8), generator=generator).to(F64)
+    rationale = torch.rand(300, 8, generator=generator) < 0.3
+    rationale[torch.arange(300), torch.randint(8, (300,), generator=generator)] = True
+    hits = faithfulness.hit_at_1(scores, rationale)[0]
+    ranks = faithfulness.marked_rank(scores, rationale)[0]
+    precision = faithfulness.average_precision(scores, rationale)[0]
+    for i in range(300):
+        row, steps = scores[0, i].tolist(), set(rationale[i].nonzero().flatten().tolist())
+        assert hits[i] == float(row.index(max(row)) in steps)
+        lowest = min(row[t] for t in steps)
+        others_above = sum(1 for t, v in enumerate(row) if t not in steps and v > lowest)
+        assert ranks[i] == len(steps) + others_above
+        assert float(precision[i]) == pytest.approx(
+            reference_average_precision(row, steps), abs=1e-15
+        )
+
+
+def test_a_one_step_rationale_is_scored_as_the_lessons_marked_step():
+    """With one step the set formulas give the single-step ones bit for bit (the
+    lesson's committed numbers)."""
+    generator = torch.Generator().manual_seed(5)
+    scores = torch.randint(4, (3, 50, 12), generator=generator).to(F64)  # with ties
+    marked = torch.randint(12, (50,), generator=generator)
+    mask = torch.nn.functional.one_hot(marked, 12).to(torch.bool)
+    at_marked = scores.gather(-1, marked.expand(3, 50).unsqueeze(-1))
+    hit = (scores.argmax(-1) == marked).to(F64)
+    rank = 1 + (scores > at_marked).sum(-1).to(F64)
+    precision = 1 / (scores >= at_marked).sum(-1).to(F64)
+    assert torch.equal(faithfulness.hit_at_1(scores, mask), hit)
+    assert torch.equal(faithfulness.marked_rank(scores, mask), rank)
+    assert torch.equal(faithfulness.average_precision(scores, mask), precision)
 
 
 # --- removal: AOPC and flips, by hand ---------------------------------------------------------

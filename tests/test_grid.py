@@ -9,10 +9,11 @@ import torch
 from conftest import small_overrides
 
 from pipeline import data
-from pipeline.analysis import capacity, grid, study
+from pipeline.analysis import capacity, faithfulness, grid, study
+from pipeline.analysis.faithfulness_names import METRICS, MODEL_METRICS
 from pipeline.config import compose, validate
 from pipeline.models import frames
-from pipeline.reporting.next_lesson import next_lesson_markdown
+from pipeline.reporting.next_lesson import next_lesson_section
 
 SMALL = [*small_overrides(), "grid.seeds=3", "train.epochs=10"]
 
@@ -57,6 +58,36 @@ def test_an_order_cell_against_its_parts(cfg):
     assert difference["mean"] == pytest.approx(float((per_seed - shuffled).mean()))
     assert difference["ci95_low"] <= difference["mean"] <= difference["ci95_high"]
     assert "heads" not in document  # one head
+
+
+def test_a_cells_battery_scores_against_the_tasks_rationale(cfg):
+    """rise's rationale is the marked step and the one before it: the cell's battery
+    is the battery on its first seeds with that two-step mask, every metric."""
+    document = grid.run_cell(cfg, "rise", "lesson")
+    cell = grid.cell_config(cfg, "rise", "lesson")
+    frame = data.generate(cell.data, "rise")
+    runs = study.train_seeds(cell, frame, [1, 2, 3])
+    inputs, _, marked = frames.split_tensors(cell, frame, "heldout", "cpu", torch.float64)
+    rationale = torch.zeros(len(marked), 12, dtype=torch.bool)
+    rationale[torch.arange(len(marked)), marked] = True
+    rationale[torch.arange(len(marked)), marked - 1] = True
+    params = grid.interface.from_flat(runs.params, cell.model, 12)
+    table = faithfulness.battery_tensors(params, inputs, rationale, [1, 2, 3])
+    battery = document["faithfulness"]
+    assert battery["seeds"] == 3 and list(battery["explainers"]["attention"]) == list(METRICS)
+    for row, metrics in table.items():
+        for metric, values in metrics.items():
+            got = battery["explainers"][row][metric]["mean"]
+            assert got == pytest.approx(float(values.mean()), rel=1e-12), (row, metric)
+    # Against {m - 1, m} the marked step alone is not the rank: two steps must be found.
+    assert all(e["marked_rank"]["mean"] >= 2 for e in battery["explainers"].values())
+
+
+def test_two_patterns_leaves_out_the_metrics_that_do_not_apply(cfg):
+    small = validate(compose([*SMALL, "grid.faithfulness_seeds=2"]))
+    battery = grid.run_cell(small, "two_patterns", "lesson")["faithfulness"]
+    assert battery["seeds"] == 2
+    assert all(list(row) == list(MODEL_METRICS) for row in battery["explainers"].values())
 
 
 def test_a_heads_cell_has_per_head_numbers(cfg):
@@ -107,11 +138,11 @@ def test_the_reading_says_when_the_mean_and_the_solved_share_disagree():
         cell("two_patterns", "lesson", 0.90, 0.10),
         cell("two_patterns", "multihead2", 0.85, 0.30, heads=heads),
     ]
-    text = next_lesson_markdown(cells, [])
+    text = next_lesson_section(cells, [])
     assert "disagree on which is better: the answer depends on the metric" in text
     assert "The two intervals overlap" in text
     assert "With multihead2, 40% of seeds have one head focused" in text
-    agreeing = next_lesson_markdown(
+    agreeing = next_lesson_section(
         [
             cells[0] | {"heldout_accuracy": cells[0]["heldout_accuracy"] | {"share_solved": 0.5}},
             cells[1],
@@ -129,11 +160,44 @@ def test_the_reading_says_what_owes_to_order():
         cell("rise", "lesson", 0.70, 0.0, hand=None, shuffled=shuffled, above_shuffled=none),
         cell("first_half", "lesson", 0.75, 0.0, hand=None, shuffled=shuffled, above_shuffled=some),
     ]
-    text = next_lesson_markdown(cells, ["order_accuracy.png"])
+    text = next_lesson_section(cells, ["order_accuracy.png"])
     assert "comes from the set of readings, not from where they sit" in text
     assert "that much owes to the order of the steps" in text
-    assert "![order_accuracy.png](order_accuracy.png)" in text
+    assert "![order_accuracy](order_accuracy.png)" in text
     assert "nan" not in text
+
+
+def battery(tau: tuple[float, float], hit: tuple[float, float] | None) -> dict:
+    def number(low: float, high: float) -> dict:
+        return {"mean": (low + high) / 2, "ci95_low": low, "ci95_high": high}
+
+    def row(tau_range, hit_range) -> dict:
+        numbers = {"tau_loo": number(*tau_range)}
+        if hit_range is not None:
+            numbers["hit_at_1"] = number(*hit_range)
+        return numbers
+
+    chance = row((-0.05, 0.05), None if hit is None else (0.05, 0.15))
+    return {
+        "seeds": 5,
+        "explainers": {"attention": row(tau, hit), "loo": row((1, 1), hit), "random": chance},
+    }
+
+
+def test_the_faithfulness_reading_says_when_the_two_metrics_disagree():
+    cells = [
+        cell("first_half", "lesson", 0.6, 0.0, faithfulness=battery((-0.02, 0.04), (0.8, 0.9))),
+        cell("rise", "lesson", 0.6, 0.0, faithfulness=battery((0.3, 0.4), (0.8, 0.9))),
+        cell("two_patterns", "lesson", 0.8, 0.0, faithfulness=battery((0.3, 0.4), None)),
+    ]
+    text = next_lesson_section(cells, [])
+    lines = {line.split(":**")[0]: line for line in text.splitlines() if line.startswith("- **")}
+    assert "plausible, not faithful" in lines["- **first_half / lesson"]
+    assert "disagree" not in lines["- **rise / lesson"]
+    assert "better than random (tau_loo)" in lines["- **rise / lesson"]
+    assert "hit@1 does not apply" in lines["- **two_patterns / lesson"]
+    rows = [line for line in text.splitlines() if line.startswith("| two_patterns")]
+    assert "does not apply" in rows[-1]  # the faithfulness table's row
 
 
 def test_the_grid_stage_refuses_an_unknown_cell_in_one_line(run_entry, monkeypatch, tmp_path):

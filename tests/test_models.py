@@ -470,6 +470,54 @@ def test_training_logits_and_their_gradients_are_the_forwards(cfg):
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
 
 
+POOLING_KINDS = [
+    ModelConfig(kind="sink"),
+    ModelConfig(kind="multihead", heads=3),
+    ModelConfig(kind="posenc"),
+    ModelConfig(kind="posenc", positional="sinusoidal"),
+]
+
+
+@pytest.mark.parametrize("cfg", POOLING_KINDS, ids=lambda cfg: f"{cfg.kind}-{cfg.positional}")
+def test_hand_gradients_of_the_pooling_kinds_are_autograds(cfg):
+    """pipeline/models/pooling_gradients.py against autograd through `forward`, the
+    definition: the logits and every parameter's gradient."""
+    params = random_params(cfg, 4, seed=23)
+    inputs = random_inputs(7, STEPS, seed=24)
+    labels = (torch.arange(7) % 2).to(F64)
+    leaves = params.map(lambda t: t.detach().requires_grad_(True))
+    logits = interface.forward(leaves, inputs)[0]
+    want = torch.autograd.grad(train.surrogate_loss(logits, labels), leaves.tensors())
+    got_logits, got = interface.gradient_step(params, inputs, labels)(params)
+    torch.testing.assert_close(got_logits, logits.detach(), rtol=1e-13, atol=1e-14)
+    for name, g, w in zip(params.named, got, want, strict=True):
+        assert g.shape == w.shape, name
+        torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-14, msg=name)
+
+
+@pytest.mark.parametrize("cfg", POOLING_KINDS, ids=lambda cfg: f"{cfg.kind}-{cfg.positional}")
+def test_fast_training_of_the_pooling_kinds_is_autograd_training(cfg):
+    """Blocks of runs on threads of their own, hand-derived gradients: the same runs
+    as autograd's, one block per pass."""
+    (train_x, train_y), _ = small_set()
+    params = interface.init_params(4242, list(range(1, 8)), cfg, STEPS)
+    fast, fast_history = train.train(params, train_x, train_y, 20, 0.6)
+    slow, slow_history = train.train(params, train_x, train_y, 20, 0.6, autograd=True)
+    torch.testing.assert_close(to_flat(fast), to_flat(slow), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(fast_history.loss, slow_history.loss, rtol=1e-12, atol=1e-14)
+
+
+def test_blocks_on_threads_give_the_bytes_of_one_thread():
+    """A block's numbers do not depend on how many threads share the blocks."""
+    (train_x, train_y), _ = small_set()
+    cfg = ModelConfig(kind="multihead", heads=2)
+    params = interface.init_params(4242, list(range(1, 8)), cfg, STEPS)
+    step = interface.gradient_step(params, train_x, train_y)
+    one, _ = train.descend_blocks(params, step, train_y, 5, 0.6, 3, threads=1)
+    two, _ = train.descend_blocks(params, step, train_y, 5, 0.6, 3, threads=2)
+    assert torch.equal(to_flat(one), to_flat(two))
+
+
 # --- the registry: a kind is a plug-in ---------------------------------------------------------
 
 

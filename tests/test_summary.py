@@ -33,8 +33,8 @@ def test_the_answer_has_each_runs_numbers_the_gap_and_where_to_look():
     assert summary.study_line(study) in text
     assert "== the report: reports/report.md" in text
     assert (
-        "== the next lesson (a second head, the order of steps): reports/next_lesson/next_lesson.md"
-        in text
+        "== the next lesson (a second head, the order of steps): reports/report.md, "
+        "section 'The next lesson'" in text
     )
     assert text[-1].endswith("UI-COMMAND")
     # Every column says what it measures.

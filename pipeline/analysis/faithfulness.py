@@ -28,15 +28,16 @@ Faithfulness, against the model's own behaviour:
   the predicted class changes; T when no removal of 1..T-1 steps flips it
   (capped at T). Lower: the explainer finds the decisive steps sooner.
 
-Plausibility, against the marked step m (the true rationale):
-- `hit_at_1`: the first-max-wins top step is m (for `attention`, the lesson's
-  argmax_hit).
-- `marked_rank`: 1 + the number of steps with a strictly larger score than m:
-  1 is the top, and a tie with m is not counted against it.
-- `auprc`: average precision of the scores against the one-hot m, as
-  scikit-learn's average_precision_score: with one positive it is
-  1 / #(steps with score >= score of m), so unlike `marked_rank` ties count
-  against m.
+Plausibility, against the true rationale R: the steps that decide the label
+(`rationale` of the task module, pipeline/tasks/; the lesson's is the marked step m):
+- `hit_at_1`: the first-max-wins top step is in R (for `attention` on the lesson,
+  the lesson's argmax_hit).
+- `marked_rank`: |R| + the number of other steps scoring strictly above R's
+  lowest step; for R = {m}, 1 + the number of steps with a strictly larger score
+  than m: 1 is the top, and a tie with m is not counted against it.
+- `auprc`: average precision of the scores against R, as scikit-learn's
+  average_precision_score: for R = {m}, 1 / #(steps with score >= score of m),
+  so unlike `marked_rank` ties count against m.
 
 The `random` row is a chance baseline: each run's scores are uniform noise from
 numpy.random.default_rng([order_seed, run seed]) (explicit, not a global RNG), so
@@ -159,24 +160,40 @@ def aopc_and_flips(
 # --- plausibility ---------------------------------------------------------------------------
 
 
-def marked_scores(scores: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
-    """The score of the marked step: (S, N, T), marked (N,) -> (S, N, 1)."""
-    return scores.gather(-1, marked.expand(scores.shape[:-1]).unsqueeze(-1))
+def rationale_mask(rationale: torch.Tensor, steps: int) -> torch.Tensor:
+    """The steps that decide each label as a bool (N, T) mask: a mask as it is, or the
+    one-hot of marked steps (N,) (the lesson's rationale)."""
+    if rationale.dim() == 2:
+        return rationale.to(torch.bool)
+    return torch.nn.functional.one_hot(rationale, steps).to(torch.bool)
 
 
-def hit_at_1(scores: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
-    """1 where the first-max-wins top step is the marked one: (S, N)."""
-    return (scores.argmax(-1) == marked).to(scores.dtype)
+def hit_at_1(scores: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
+    """1 where the first-max-wins top step is in the rationale: (S, N)."""
+    mask = rationale_mask(rationale, scores.shape[-1]).expand(scores.shape)
+    return mask.gather(-1, scores.argmax(-1, keepdim=True)).squeeze(-1).to(scores.dtype)
 
 
-def marked_rank(scores: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
-    """1 + number of steps scoring strictly above the marked step: (S, N)."""
-    return 1 + (scores > marked_scores(scores, marked)).sum(-1).to(scores.dtype)
+def marked_rank(scores: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
+    """How far down the ranking the whole rationale R is: |R| + the number of other
+    steps scoring strictly above R's lowest step (one marked step m: 1 + the number
+    of steps strictly above m, so a tie is not counted against it): (S, N)."""
+    mask = rationale_mask(rationale, scores.shape[-1])
+    lowest = scores.masked_fill(~mask, float("inf")).amin(-1, keepdim=True)
+    above = ((scores > lowest) & ~mask).sum(-1)
+    return (mask.sum(-1) + above).to(scores.dtype)
 
 
-def average_precision(scores: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
-    """Average precision against the one-hot marked step: 1 / #(score >= marked's): (S, N)."""
-    return 1 / (scores >= marked_scores(scores, marked)).sum(-1).to(scores.dtype)
+def average_precision(scores: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
+    """Average precision against the rationale, scikit-learn's: the mean over its steps
+    r of #(rationale steps scoring >= r's) / #(steps scoring >= r's); with one marked
+    step, 1 / #(score >= marked's): (S, N)."""
+    mask = rationale_mask(rationale, scores.shape[-1])
+    at_least = scores[..., None, :] >= scores[..., :, None]  # [.., r, j]: s_j >= s_r
+    precision = (at_least & mask[..., None, :]).sum(-1).to(scores.dtype) / at_least.sum(-1).to(
+        scores.dtype
+    )
+    return (precision * mask).sum(-1) / mask.sum(-1).to(scores.dtype)
 
 
 # --- the battery ----------------------------------------------------------------------------
@@ -199,16 +216,16 @@ def random_scores(
 def example_metrics(
     params: Params,
     inputs: torch.Tensor,
-    marked: torch.Tensor,
+    rationale: torch.Tensor,
     scores: torch.Tensor,
     effects: torch.Tensor,
 ) -> dict[str, torch.Tensor]:
     """Every metric of one explainer per (run, example): (S, N) each, keys `METRICS`."""
     numbers = {"tau_loo": kendall_tau_b(scores, effects)}
     numbers.update(aopc_and_flips(params, inputs, descending_order(scores)))
-    numbers["hit_at_1"] = hit_at_1(scores, marked)
-    numbers["marked_rank"] = marked_rank(scores, marked)
-    numbers["auprc"] = average_precision(scores, marked)
+    numbers["hit_at_1"] = hit_at_1(scores, rationale)
+    numbers["marked_rank"] = marked_rank(scores, rationale)
+    numbers["auprc"] = average_precision(scores, rationale)
     return {name: numbers[name] for name in METRICS}
 
 
@@ -220,7 +237,7 @@ def run_means(per_example: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def battery_tensors(
     params: Params,
     inputs: torch.Tensor,
-    marked: torch.Tensor,
+    rationale: torch.Tensor,
     seeds: list[int],
     explainers: list[str] | None = None,
     n_steps: int = IG_STEPS,
@@ -231,10 +248,13 @@ def battery_tensors(
 
     Runs are processed `seed_chunk` at a time; every run and example of a chunk
     goes through each explainer and each removal curve in one batched pass.
+    `rationale`: the marked steps (N,) or a bool (N, T) mask of the steps that
+    decide each label.
     """
     names = list(EXPLAINERS) if explainers is None else list(explainers)
     rows = [*names, RANDOM]
     steps = inputs.shape[1]
+    rationale = rationale_mask(rationale, steps)
     noise = random_scores(seeds, inputs.shape[0], steps, order_seed, inputs.dtype)
     chunks: dict[str, dict[str, list[torch.Tensor]]] = {
         row: {metric: [] for metric in METRICS} for row in rows
@@ -244,7 +264,7 @@ def battery_tensors(
         scores = explain(part, inputs, sorted(set(names) | {"loo"}), n_steps)
         scores[RANDOM] = noise[start : start + seed_chunk].to(inputs.device)
         for row in rows:
-            numbers = example_metrics(part, inputs, marked, scores[row], scores["loo"])
+            numbers = example_metrics(part, inputs, rationale, scores[row], scores["loo"])
             for metric, values in run_means(numbers).items():
                 chunks[row][metric].append(values)
     return {
@@ -257,7 +277,7 @@ def battery(
     params: Params,
     inputs: torch.Tensor,
     labels: torch.Tensor,
-    marked: torch.Tensor,
+    rationale: torch.Tensor,
     seeds: list[int],
     explainers: list[str] | None = None,
     n_steps: int = IG_STEPS,
@@ -267,17 +287,18 @@ def battery(
     """{"<seed>": {"<explainer>": {"<metric>": float}}} over held-out inputs (N, T, C).
 
     `labels` (N,) only checks that the held-out tensors line up: every metric
-    follows the model's predicted class, and plausibility the marked steps (N,).
+    follows the model's predicted class, and plausibility the rationale (the marked
+    steps (N,) or a bool (N, T) mask, as in `battery_tensors`).
     """
-    if not (len(labels) == len(marked) == inputs.shape[0]):
+    if not (len(labels) == len(rationale) == inputs.shape[0]):
         raise ValueError(
             f"held-out sizes differ: inputs {inputs.shape[0]}, labels {len(labels)}, "
-            f"marked {len(marked)}"
+            f"rationale {len(rationale)}"
         )
     if len(seeds) != params.runs:
         raise ValueError(f"{len(seeds)} seeds for {params.runs} runs")
     table = battery_tensors(
-        params, inputs, marked, seeds, explainers, n_steps, order_seed, seed_chunk
+        params, inputs, rationale, seeds, explainers, n_steps, order_seed, seed_chunk
     )
     columns = {
         row: {metric: values.tolist() for metric, values in metrics.items()}

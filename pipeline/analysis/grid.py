@@ -16,6 +16,11 @@ the model owes to order; paired by seed and example, it gets its own interval.
 With more than one head: each head's marker mass and the entropy of its weights
 (over log T: 1 is even), and the share of seeds that divide the work, one head
 focused on the marker (marker mass >= FOCUSED) and another spread (>= SPREAD).
+
+The faithfulness battery (pipeline/analysis/faithfulness.py) scores every
+explainer on the cell's first grid.faithfulness_seeds seeds, against the model and
+against the task's rationale (`rationale` of pipeline/tasks/: the steps that decide
+the label); only the metrics that apply to the task (`battery_metrics`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ import pandas as pd
 import torch
 
 from pipeline import data, tasks
-from pipeline.analysis import capacity, metrics, stats, study
+from pipeline.analysis import capacity, faithfulness, metrics, stats, study
+from pipeline.analysis.faithfulness_names import METRICS, MODEL_METRICS
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
 from pipeline.models import frames, interface
@@ -102,6 +108,37 @@ def heads_summary(mass: torch.Tensor, entropy: torch.Tensor) -> dict:
     }
 
 
+def battery_metrics(task: str) -> tuple[str, ...]:
+    """The battery's metrics that apply to a task: the rationale metrics only where its
+    rationale singles out steps (a task module's SINGLES_OUT_STEPS, default True)."""
+    singles_out = getattr(tasks.task_module(task), "SINGLES_OUT_STEPS", True)
+    return METRICS if singles_out else MODEL_METRICS
+
+
+def cell_battery(
+    cfg: Config, task: str, runs: study.SeedRuns, heldout: tuple[torch.Tensor, ...]
+) -> dict:
+    """The battery's summary over the first grid.faithfulness_seeds runs (means with a
+    95% bootstrap interval over runs, share first), the task's metrics only."""
+    inputs, _, marked = heldout
+    count = min(cfg.grid.faithfulness_seeds, len(runs.seeds))
+    params = interface.from_flat(runs.params[:count].to(inputs), cfg.model, cfg.data.steps)
+    rows = tasks.rationale_rows(task, marked.tolist(), cfg.data.steps)
+    table = faithfulness.battery_tensors(
+        params,
+        inputs,
+        torch.tensor(rows, device=inputs.device),
+        runs.seeds[:count],
+        n_steps=cfg.faithfulness.ig_steps,
+        order_seed=cfg.faithfulness.order_seed,
+    )
+    summary = faithfulness.study_summary(table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
+    applies = battery_metrics(task)
+    for row, numbers in summary["explainers"].items():
+        summary["explainers"][row] = {m: numbers[m] for m in applies}
+    return summary
+
+
 def run_cell(cfg: Config, task: str, variant: str) -> dict:
     """One cell's document (reports/grid/<task>-<variant>.json)."""
     cell = cell_config(cfg, task, variant)
@@ -137,4 +174,5 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
         )
     if interface.pooling_heads(cell.model) > 1:
         document["heads"] = heads_summary(*head_numbers(cell, runs, heldout))
+    document["faithfulness"] = cell_battery(cell, task, runs, heldout)
     return document

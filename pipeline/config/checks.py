@@ -229,6 +229,12 @@ def _check_values(cfg: Config) -> None:
         _check(cell.variant in VARIANTS, f"{key}.variant", allowed, cell.variant)
     _check(grid.seeds >= 2, "grid.seeds", "must be an integer >= 2", grid.seeds)
     _check(0 < grid.solved <= 1, "grid.solved", "must be in (0, 1]", grid.solved)
+    _check(
+        grid.faithfulness_seeds >= 1,
+        "grid.faithfulness_seeds",
+        "must be an integer >= 1",
+        grid.faithfulness_seeds,
+    )
     _check_seeds(cfg)
     experiment = cfg.tracking.experiment
     _check(bool(experiment.strip()), "tracking.experiment", "must be a non-empty name", experiment)

@@ -157,6 +157,7 @@ class GridConfig:
     seeds: int = 20  # per cell; 1000 for the docs' distributions
     solved: float = 0.95  # a seed solves the task at this held-out accuracy
     shuffle_seed: int = 0  # the shuffled-steps control's permutations
+    faithfulness_seeds: int = 100  # each cell's first seeds through the faithfulness battery
 
 
 @dataclass

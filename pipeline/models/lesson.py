@@ -13,7 +13,6 @@ the logit clamped to [-30, 30].
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -30,6 +29,7 @@ from pipeline.models.pooling import (
     project,
     value_direction,
 )
+from pipeline.models.pooling_gradients import head_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:
@@ -141,16 +141,7 @@ def logits_and_gradients(
     spread_marker = marked_weight * (marked_value - context)
     dvalue_dir = torch.stack([(dlogit * mean_reading).sum(0), (dlogit * marked_weight).sum(0)], -1)
     dkey_dir = torch.stack([(dlogit * spread_reading).sum(0), (dlogit * spread_marker).sum(0)], -1)
-    dkey_dir = dkey_dir / math.sqrt(head.query.shape[1])
-
-    gradients = [
-        head.query[:, :, None] * dkey_dir[:, None, :],  # Wk
-        head.readout[:, :, None] * dvalue_dir[:, None, :],  # Wv
-        torch.einsum("sic,sc->si", head.key_proj, dkey_dir),  # q
-        torch.einsum("sic,sc->si", head.value_proj, dvalue_dir),  # w
-        dlogit.sum(0),  # b
-    ]
-    return logits.T, gradients
+    return logits.T, [*head_gradients(head, dkey_dir, dvalue_dir), dlogit.sum(0)]
 
 
 def gradient_step(

@@ -12,8 +12,9 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models.params import CHANNELS, Layout, Params
-from pipeline.models.pooling import Head, channels, runs_last_logits
+from pipeline.models.pooling import POOLING_BLOCK, Head, channels, runs_last_logits
 from pipeline.models.pooling import attend as pool
+from pipeline.models.pooling_gradients import head_gradients, runs_last_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:
@@ -46,6 +47,31 @@ def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = 
 def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = None):
     xs = [x[..., None] for x in channels(inputs)]  # (N, T, 1) each
     return runs_last_logits(xs, heads(params), params.named["b"])
+
+
+def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
+    return (POOLING_BLOCK, False) if inputs.device.type == "cpu" else None
+
+
+def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
+    """Training's fast path: hand-derived gradients (pipeline/models/pooling_gradients.py)."""
+
+    def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        each = heads(params)
+        grads = runs_last_gradients(inputs, each, params.named["b"], labels)
+        per_head = [
+            head_gradients(head, grads.keys[h], grads.values[h]) for h, head in enumerate(each)
+        ]
+        d_key_proj, d_value_proj, d_query, d_readout = zip(*per_head, strict=True)
+        return grads.logits, [
+            torch.stack(d_key_proj, 1),
+            torch.stack(d_value_proj, 1),
+            torch.stack(d_query, 1),
+            torch.cat(d_readout, 1),
+            grads.bias,
+        ]
+
+    return step
 
 
 def extra_values(params: Params, inputs: torch.Tensor, marked: torch.Tensor):

@@ -23,6 +23,11 @@ import torch
 from pipeline.models.attention import attention_weights, drop_steps_mask
 from pipeline.models.params import Params
 
+# Runs per pass of training on the CPU for the kinds that are the pooling (sink,
+# multihead, posenc): a pass's (N, T, heads, runs) temporaries stay in cache (measured
+# on the 2-core machine: see `pooling_gradients`).
+POOLING_BLOCK = 50
+
 
 @dataclass(frozen=True)
 class Head:

@@ -10,8 +10,9 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models.params import CHANNELS, Layout, Params, lesson_layout
+from pipeline.models.pooling import POOLING_BLOCK, channels, lesson_head, runs_last_logits
 from pipeline.models.pooling import attend as pool
-from pipeline.models.pooling import channels, lesson_head, runs_last_logits
+from pipeline.models.pooling_gradients import head_gradients, runs_last_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:
@@ -49,3 +50,25 @@ def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = 
     p = p.permute(1, 2, 0) if p.dim() == 3 else p[..., None]  # (T, C, S or 1)
     xs = [x[..., None] + p[:, c] for c, x in enumerate(channels(inputs))]  # (N, T, S or 1)
     return runs_last_logits(xs, [lesson_head(params)], params.named["b"])
+
+
+def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
+    return (POOLING_BLOCK, False) if inputs.device.type == "cpu" else None
+
+
+def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
+    """Training's fast path: hand-derived gradients (pipeline/models/pooling_gradients.py),
+    with p as the offsets of every example's steps."""
+
+    def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        learned = params.cfg.positional == "learned"
+        p = encoding(params, inputs)
+        offsets = p.transpose(0, 1) if learned else p[:, None]  # (T, S or 1, C)
+        head, bias = lesson_head(params), params.named["b"]
+        grads = runs_last_gradients(inputs, [head], bias, labels, offsets, learned)
+        gradients = [*head_gradients(head, grads.keys[0], grads.values[0]), grads.bias]
+        if learned:
+            gradients.append(grads.offsets.transpose(0, 1))
+        return grads.logits, gradients
+
+    return step

@@ -11,14 +11,16 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models.params import Layout, Params, lesson_layout
-from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
+    POOLING_BLOCK,
     channels,
     key_direction,
     lesson_head,
     project,
     runs_last_logits,
 )
+from pipeline.models.pooling import attend as pool
+from pipeline.models.pooling_gradients import head_gradients, runs_last_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:
@@ -34,6 +36,22 @@ def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = 
     xs = [x[..., None] for x in channels(inputs)]  # (N, T, 1) each
     n = params.named
     return runs_last_logits(xs, [lesson_head(params)], n["b"], n["sink"])
+
+
+def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
+    return (POOLING_BLOCK, False) if inputs.device.type == "cpu" else None
+
+
+def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
+    """Training's fast path: hand-derived gradients (pipeline/models/pooling_gradients.py)."""
+
+    def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        n, head = params.named, lesson_head(params)
+        grads = runs_last_gradients(inputs, [head], n["b"], labels, sink=n["sink"])
+        return grads.logits, [*head_gradients(head, grads.keys[0], grads.values[0]),
+                              grads.bias, grads.sink]  # fmt: skip
+
+    return step
 
 
 def sink_mass(params: Params, inputs: torch.Tensor) -> torch.Tensor:

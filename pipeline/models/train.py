@@ -13,7 +13,7 @@ from __future__ import annotations
 import ctypes
 import sys
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 
 import torch
 import torch.nn.functional as F
@@ -23,6 +23,7 @@ from pipeline.errors import ConfigError, DivergenceError
 from pipeline.models import interface
 from pipeline.models.params import Params, to_flat
 from pipeline.models.pooling import probability
+from pipeline.models.threads import run_jobs
 
 
 @dataclass(frozen=True)
@@ -68,15 +69,23 @@ def train(
 ) -> tuple[Params, History]:
     """`epochs` simultaneous gradient steps of size `lr` for every run.
 
-    A kind with hand-derived gradients (the lesson) takes them unless `autograd`;
-    every other kind trains through `train_autograd`. With `check`, a run that
+    A kind with hand-derived gradients (`gradient_step`: the lesson, and the kinds
+    that are the pooling, pipeline/models/pooling_gradients.py) takes them unless
+    `autograd`; the window kind trains through `train_autograd`. With `check`, a run that
     reached NaN or inf raises DivergenceError; without, the caller looks at
     `finite_runs` itself (the seed study names the seeds).
     """
     step = None if autograd else interface.gradient_step(params, inputs, labels)
     if step is None:
         return train_autograd(params, inputs, labels, epochs, lr, check)
-    params, history = descend(params, step, labels, epochs, lr)
+    keep_freed_memory()
+    block = interface.training_block(params, inputs)
+    if block is None:  # the lesson's: one pass of all runs, on torch's threads
+        params, history = descend(params, step, labels, epochs, lr)
+    else:
+        params, history = descend_blocks(
+            params, step, labels, epochs, lr, block[0], torch.get_num_threads()
+        )
     if check:
         check_finite(history.loss, params, lr)
     return params, history
@@ -96,6 +105,24 @@ def descend(
         steps = [p - lr * g for p, g in zip(params.tensors(), gradients, strict=True)]
         params = params.with_tensors(steps)
     return params, History(loss, acc)
+
+
+def descend_blocks(
+    params: Params, step, labels: torch.Tensor, epochs: int, lr: float, size: int, threads: int
+) -> tuple[Params, History]:
+    """`descend` for `size` runs at a time, the blocks on `threads` threads of our own
+    (pipeline/models/threads.py). Runs are independent, so a block changes no number
+    beyond float rounding, and a small one keeps its temporaries in cache."""
+    jobs = [
+        partial(descend, params.map(lambda t, s=start: t[s : s + size]), step, labels, epochs, lr)
+        for start in range(0, params.runs, size)
+    ]
+    blocks = run_jobs(jobs, threads)
+    tensors = [torch.cat(parts) for parts in zip(*(b.tensors() for b, _ in blocks), strict=True)]
+    history = History(
+        torch.cat([h.loss for _, h in blocks], 1), torch.cat([h.accuracy for _, h in blocks], 1)
+    )
+    return params.with_tensors(tensors), history
 
 
 def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -154,23 +181,10 @@ def train_autograd(
     threads = torch.get_num_threads()
     step = autograd_step(inputs, labels, threads)
     size, own_threads = interface.training_block(params, inputs) or (AUTOGRAD_BLOCK, False)
-    # A kernel with threads of its own (window's) runs on `threads` of them; torch's
-    # ops on one meanwhile. Otherwise libgomp's threads, which spin for milliseconds
-    # after each parallel op, take a core from the kernel (250 window seeds: 59 -> 45
-    # ms an epoch).
-    torch.set_num_threads(1 if own_threads else threads)
-    try:
-        blocks = [
-            descend(params.map(lambda t, s=start: t[s : s + size]), step, labels, epochs, lr)
-            for start in range(0, params.runs, size)
-        ]
-    finally:
-        torch.set_num_threads(threads)
-    tensors = [torch.cat(parts) for parts in zip(*(b.tensors() for b, _ in blocks), strict=True)]
-    params = params.with_tensors(tensors)
-    history = History(
-        torch.cat([h.loss for _, h in blocks], 1), torch.cat([h.accuracy for _, h in blocks], 1)
-    )
+    # A kernel with threads of its own (window's) runs its blocks one after another;
+    # otherwise the blocks go to threads of our own.
+    blocks_threads = 1 if own_threads else threads
+    params, history = descend_blocks(params, step, labels, epochs, lr, size, blocks_threads)
     if check:
         check_finite(history.loss, params, lr)
     return params, history

@@ -1,4 +1,5 @@
-"""The next lesson's report: the grid's tables and a reading generated from them.
+"""The next lesson's section of report.md: the grid's tables and a reading generated
+from them.
 
 Seed 004 closes with two questions: can one weight distribution carry two
 patterns, and where does attention get the order of steps from? Each answer
@@ -7,13 +8,28 @@ accuracy with its 95% multi-bootstrap interval, the share of seeds that solve th
 task, the majority baseline, and the hand-set model's accuracy (what the kind can
 express at all). Where two of these disagree (a high mean that few seeds reach, a
 kind that can express the rule but is rarely trained to), the reading says so.
+The faithfulness table asks of each cell's attention weights what the lesson asked:
+do they rank the steps as removing them does (tau_loo, faithfulness), and do they
+point at the steps that decide the label (hit@1 against the task's rationale,
+plausibility)? Where the two disagree, the reading says so.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 
 HEADS_TASK = "two_patterns"
+ORDER_TASKS = ("first_half", "rise")
+ATTENTION = "attention"
+RANDOM = "random"
+
+
+def ordered_cells(cells: list[dict]) -> list[dict]:
+    """The heads task first, then the order tasks, each in its cells' order."""
+    order = {task: i for i, task in enumerate((HEADS_TASK, *ORDER_TASKS))}
+    return sorted(cells, key=lambda c: (order.get(c["task"], len(order)), c["task"]))
 
 
 def interval(summary: dict) -> str:
@@ -148,12 +164,87 @@ def order_reading(cells: list[dict]) -> list[str]:
     return lines
 
 
-def next_lesson_markdown(cells: list[dict], images: list[str]) -> str:
+def above(first: dict, second: dict) -> bool:
+    """first's interval lies wholly above second's."""
+    return first["ci95_low"] > second["ci95_high"]
+
+
+def faithfulness_row(cell: dict) -> dict:
+    battery = cell["faithfulness"]
+    explainers = battery["explainers"]
+    attention = explainers[ATTENTION]
+    row = {
+        "task": cell["task"],
+        "model": cell["variant"],
+        "seeds": str(battery["seeds"]),
+        "attention tau_loo": interval(attention["tau_loo"]),
+        "random tau_loo": f"{explainers[RANDOM]['tau_loo']['mean']:.4f}",
+    }
+    best = max(
+        (name for name in explainers if name not in (RANDOM, "loo")),
+        key=lambda name: explainers[name]["tau_loo"]["mean"],
+    )
+    row["best tau_loo"] = f"{best} {explainers[best]['tau_loo']['mean']:.4f}"
+    if "hit_at_1" in attention:  # only the metrics that apply to the task are there
+        row["attention hit@1"] = interval(attention["hit_at_1"])
+        row["random hit@1"] = f"{explainers[RANDOM]['hit_at_1']['mean']:.4f}"
+    else:
+        row["attention hit@1"] = "does not apply"
+        row["random hit@1"] = "-"
+    return row
+
+
+def faithfulness_table(cells: list[dict]) -> str:
+    rows = [faithfulness_row(cell) for cell in cells if "faithfulness" in cell]
+    return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True) if rows else ""
+
+
+def faithfulness_reading(cells: list[dict]) -> list[str]:
+    """Per cell: is attention faithful (tau_loo above random's), plausible (hit@1
+    above random's), and do the two agree."""
+    lines = []
+    for cell in cells:
+        if "faithfulness" not in cell:
+            continue
+        explainers = cell["faithfulness"]["explainers"]
+        attention, chance = explainers[ATTENTION], explainers[RANDOM]
+        faithful = above(attention["tau_loo"], chance["tau_loo"])
+        name = f"{cell['task']} / {cell['variant']}"
+        verdict = (
+            "rank the steps as removing them does, better than random (tau_loo)"
+            if faithful
+            else "rank the steps no better than random against removing them (tau_loo)"
+        )
+        line = f"- **{name}:** the weights {verdict}"
+        if "hit_at_1" in attention:
+            plausible = above(attention["hit_at_1"], chance["hit_at_1"])
+            line += (
+                f"; they {'do' if plausible else 'do not'} point at the steps that decide "
+                "the label more often than random (hit@1)"
+            )
+            if plausible != faithful:
+                line += ". The two metrics disagree: " + (
+                    "the weights point at the rationale, but removing steps does not "
+                    "follow them (plausible, not faithful)"
+                    if plausible
+                    else "the weights follow what removing steps does, but not the "
+                    "steps that decide the label (faithful, not plausible)"
+                )
+        else:
+            line += "; hit@1 does not apply (the rationale is every step)"
+        lines.append(line + ".")
+    return lines
+
+
+def next_lesson_section(cells: list[dict], images: list[str]) -> str:
+    """report.md's section: `images` are paths relative to report.md."""
+    cells = ordered_cells(cells)
     heads = [c for c in cells if c["task"] == HEADS_TASK]
     order = [c for c in cells if c["task"] != HEADS_TASK]
     seeds = sorted({c["seeds"] for c in cells})
+    battery_seeds = sorted({c["faithfulness"]["seeds"] for c in cells if "faithfulness" in c})
     lines = [
-        "# The next lesson: a second head, and the order of steps",
+        "## The next lesson: a second head, and the order of steps",
         "",
         f"Every cell: seeds 1..{', '.join(map(str, seeds))} on the lesson's sequences and "
         "settings, labelled by the task's rule (docs/next_lesson.md has the rules). Held-out "
@@ -162,19 +253,35 @@ def next_lesson_markdown(cells: list[dict], images: list[str]) -> str:
         "set by hand (pipeline/analysis/capacity.py), 'cannot' where the kind cannot "
         "express the rule.",
         "",
-        "## Heads: the two-patterns task",
+        "### Heads: the two-patterns task",
         "",
         table(heads),
         "",
         *heads_reading(heads),
         "",
-        "## Order: absolute and relative position",
+        "### Order: absolute and relative position",
         "",
         table(order),
         "",
         *order_reading(order),
         "",
-        *[f"![{name}]({name})" for name in images],
+        "### Do the weights explain the cells' models?",
+        "",
+        f"The faithfulness battery on each cell's first "
+        f"{', '.join(map(str, battery_seeds))} seeds (grid.faithfulness_seeds), mean over "
+        "seeds with a 95% bootstrap interval. tau_loo: Kendall tau between a score and the "
+        "effect of removing each step (faithfulness, against the model); hit@1: the top "
+        "step is one that decides the label (plausibility, against the task's rationale: "
+        "the marked step; for rise, it and the step before; for two_patterns every step, "
+        "where hit@1 is always 1 and does not apply). best tau_loo: the explainer with the "
+        "highest mean, leave-one-out itself aside. reports/grid/<cell>.json has every "
+        "explainer and metric.",
+        "",
+        faithfulness_table(cells),
+        "",
+        *faithfulness_reading(cells),
+        "",
+        *[f"![{Path(image).stem}]({image})" for image in images],
         "",
     ]
     return "\n".join(lines)

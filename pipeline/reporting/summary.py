@@ -73,8 +73,8 @@ def answer(cfg: Config, metrics: dict, study: dict, ui_command: str) -> str:
             f"== the seed study ({cfg.paths.study_summary})",
             study_line(study),
             f"== the report: {cfg.paths.report}",
-            f"== the next lesson (a second head, the order of steps): "
-            f"{cfg.paths.next_lesson}/next_lesson.md",
+            f"== the next lesson (a second head, the order of steps): {cfg.paths.report}, "
+            "section 'The next lesson'",
             f"== the gap across versions in the MLflow UI: {ui_command}",
         ]
     )

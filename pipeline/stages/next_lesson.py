@@ -1,5 +1,6 @@
-"""Stage next_lesson: the grid's cells -> reports/next_lesson/ (report and figures),
-and one MLflow parent run per cell (tracking.enabled)."""
+"""Stage next_lesson: the grid's cells -> reports/next_lesson/ (the figures of
+report.md's section "The next lesson"), and one MLflow parent run per cell
+(tracking.enabled)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from pathlib import Path
 from pipeline import provenance
 from pipeline.config import Config, load_params
 from pipeline.config.cells import cell_config
-from pipeline.files import read_json, write_bytes, write_text
-from pipeline.reporting.next_lesson import HEADS_TASK, next_lesson_markdown
+from pipeline.files import read_json, remove, write_bytes
+from pipeline.reporting.next_lesson import HEADS_TASK, ordered_cells
 from pipeline.stages import entry
 
 
@@ -18,17 +19,15 @@ def main() -> None:
     from pipeline.reporting.figures import next_lesson_figures
 
     paths = sorted(Path(cfg.paths.grid).glob("*.json"))
-    cells = [read_json(path) for path in paths]
-    order = {task: i for i, task in enumerate((HEADS_TASK, "first_half", "rise"))}
-    cells.sort(key=lambda c: (order.get(c["task"], len(order)), c["task"]))
+    cells = ordered_cells([read_json(path) for path in paths])
     heads = [c for c in cells if c["task"] == HEADS_TASK]
     pngs = next_lesson_figures(heads, [c for c in cells if c["task"] != HEADS_TASK])
     out = Path(cfg.paths.next_lesson)
     with provenance.publishing(cfg, "next_lesson"):
         for name, png in pngs.items():
             write_bytes(out / name, png)
-        write_text(out / "next_lesson.md", next_lesson_markdown(cells, list(pngs)))
-    print(f"== the next lesson: {out / 'next_lesson.md'}")
+        if (out / "next_lesson.md").exists():  # an earlier version's, now in report.md
+            remove(out / "next_lesson.md")
     if cfg.tracking.enabled:
         log(cfg, paths)
 

@@ -24,6 +24,7 @@ from pipeline.files import (
 )
 from pipeline.reporting import figures, report
 from pipeline.reporting.headline import headline
+from pipeline.reporting.next_lesson import next_lesson_section
 from pipeline.stages import entry
 
 
@@ -62,6 +63,18 @@ def run(
     return markdown, pngs, report.step_weights(steps)
 
 
+def next_lesson(cfg: Config) -> str:
+    """The section "The next lesson" from the grid's cells, with the next_lesson
+    stage's figures; none without cells."""
+    cells = [read_json(path) for path in sorted(Path(cfg.paths.grid).glob("*.json"))]
+    if not cells:
+        return ""
+    figures_dir = Path(cfg.paths.next_lesson)
+    prefix = Path(os.path.relpath(figures_dir, Path(cfg.paths.report).parent)).as_posix()
+    images = [f"{prefix}/{png.name}" for png in sorted(figures_dir.glob("*.png"))]
+    return "\n" + next_lesson_section(cells, images)
+
+
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
     """Each PNG atomically; then drop the per-seed PNGs of an earlier run whose seeds
     this one no longer has, since the outputs persist between runs."""
@@ -86,6 +99,7 @@ def main() -> None:
         read_parquet(cfg.paths.study_faithfulness_seeds),
     )
     markdown, pngs, step_weights = run(cfg, document, steps, curves, study, faithfulness)
+    markdown += next_lesson(cfg)
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, step_weights)

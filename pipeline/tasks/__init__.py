@@ -7,6 +7,8 @@ offers, without torch:
 - `label(readings, marked, threshold) -> int`: the rule;
 - `rationale(marked, steps) -> list[int]`: the steps that decide the label (what
   the faithfulness battery's marked-step metrics can be scored against);
+- `SINGLES_OUT_STEPS` (default True): False where the rationale is every step, so
+  the battery's rationale metrics (hit@1, rank, AUPRC) are constant and do not apply;
 - a docstring with the rule, its rationale and which faithfulness metrics apply.
 
 A new task is one module plus one YAML in conf/task/.
@@ -30,3 +32,13 @@ def register(kind: str, module: str | ModuleType) -> None:
 def task_module(kind: str) -> ModuleType:
     module = KINDS[kind]
     return importlib.import_module(module) if isinstance(module, str) else module
+
+
+def rationale_rows(kind: str, marked: list[int], steps: int) -> list[list[bool]]:
+    """Per example, which of the T steps decide its label (the task's `rationale`)."""
+    module = task_module(kind)
+    rows = []
+    for m in marked:
+        deciding = set(module.rationale(m, steps))
+        rows.append([t in deciding for t in range(steps)])
+    return rows

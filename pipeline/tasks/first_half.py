@@ -7,9 +7,9 @@ depend on m: it cannot beat the majority baseline (tests/test_tasks.py shows it
 on the generated data: moving the marked step to the other half keeps the set and
 flips the label).
 
-Rationale: the marked step (its position). The model-based metrics apply; hit@1
-and the other marked-step metrics reward finding the marker, which here is where
-the answer is read from, not what decides it.
+Rationale: the marked step (its position). Every metric applies; the rationale
+metrics (hit@1, rank, AUPRC) reward finding the marker, which here is where the
+answer is read from: its position, not its reading, decides.
 """
 
 from __future__ import annotations

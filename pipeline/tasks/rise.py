@@ -3,8 +3,9 @@
 y = [r_m > r_{m-1}]. The label needs the step next to the marked one, whichever
 it is: absolute positions alone do not say which step that is.
 
-Rationale: the marked step and the one before it. The model-based metrics apply;
-the marked-step metrics score the marked step only, half of the rationale.
+Rationale: the marked step and the one before it. Every metric applies: the
+rationale metrics score both steps (hit@1: the top step is one of them; rank:
+how far down the ranking both are; AUPRC against the pair).
 """
 
 from __future__ import annotations

@@ -7,12 +7,14 @@ normalisation (the marked score against the log-sum-exp of the others, which
 approaches their mean as the scores flatten). Equivalently r_m > mean_{t != m} r_t.
 
 Rationale: every step (the marked one with weight 1 - 1/T, each other one through
-the mean with -1/T). The model-based metrics (tau_loo, AOPC, flips) apply; the
-marked-step metrics (hit@1, marked rank, AUPRC) score only the marked step, the
-larger part of the rationale, not the level.
+the mean with -1/T). The model-based metrics (tau_loo, AOPC, flips) apply. The
+rationale metrics (hit@1, rank, AUPRC) do not: against every step they are
+constant (1, T, 1), so the grid's battery leaves them out.
 """
 
 from __future__ import annotations
+
+SINGLES_OUT_STEPS = False  # the rationale is every step: hit@1, rank and AUPRC are constant
 
 
 def label(readings: list[float], marked: int, threshold: float) -> int:
