@@ -4,7 +4,8 @@
 
 Each cell as its DVC stage runs it (`grid.run_cell`: the task's data, `--seeds`
 seeds trained like the study, the summary; the order tasks train the
-shuffled-steps control too), one after another in one process. Targets of issue
+shuffled-steps control too; the faithfulness battery on the first
+grid.faithfulness_seeds seeds), one after another in one process. Targets of issue
 23 on 2 cores: 60 s for any one cell at 1000 seeds, 5 minutes for the grid. A
 cell is a name of grid.cells (conf/grid/lesson.yaml, e.g. rise-window2); default:
 every cell.
