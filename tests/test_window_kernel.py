@@ -32,9 +32,8 @@ def test_threads_and_tiles_change_no_bit(monkeypatch):
     params = random_params(CFG, 7, seed=31)
     inputs = random_inputs(9, STEPS, seed=32)
     want = context_and_gradients(params, inputs, threads=1)
-    run_bytes = 9 * int(window_kernel.slot_starts(STEPS, CFG.window)[-1]) * 8
-    for threads, tile in [(2, window_kernel.TILE_BYTES), (3, 2 * run_bytes), (2, 1)]:
-        monkeypatch.setattr(window_kernel, "TILE_BYTES", tile)
+    for threads, tile in [(2, window_kernel.TILE), (3, 2), (2, 1), (1, 5)]:
+        monkeypatch.setattr(window_kernel, "TILE", tile)
         got = context_and_gradients(params, inputs, threads)
         assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True)), (threads, tile)
 

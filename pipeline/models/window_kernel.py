@@ -42,14 +42,14 @@ from numba import njit
 from pipeline.models.params import CHANNELS
 from pipeline.models.threads import run_jobs
 
-# Bytes of a thread's tile of layer weights: a tile's (runs, N, slots) weights stay in
-# cache from the compiled scores through exp to the compiled outputs (measured on the
-# 2-core machine, w = 12, 250 runs: 10 MB tiles 17.3 s, 2.5 MB tiles 13.4 s).
-TILE_BYTES = 2_600_000
-# LLVM may contract a * b + c to one rounding, use reciprocals and reorder sums (the
-# numbers still depend only on the code and the run, not on threads or tiles); not
-# "nnan" or "ninf": a diverged run must stay NaN.
-FAST = {"contract", "arcp", "reassoc", "nsz"}
+# Runs per tile, innermost in every buffer, so every loop body is one operation
+# over a tile's runs, which LLVM vectorises without fastmath: each run's numbers are
+# plain IEEE operations in a fixed order, the same in a vector lane or a scalar
+# remainder, so they do not depend on tiles or threads. Measured on the 2-core
+# machine, ms per epoch of 256 runs on one thread, w = 12 (w = 3): tiles of 8 runs
+# 61 (34), 16 runs 33 (20), 32 runs 27 (16), 64 runs 29 (17); the scalar loops over
+# one run at a time took 148 at w = 12.
+TILE = 32
 
 
 def slot_starts(steps: int, window: int) -> np.ndarray:
@@ -60,136 +60,151 @@ def slot_starts(steps: int, window: int) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(reach)]).astype(np.int64)
 
 
-# The loops index one example's rows (x[n], a[n]) and keep a running maximum with a
-# comparison, not max(): 7x faster scores on w = 12 (max() keeps NaN semantics that
-# stop LLVM's vectorizer; a NaN score still propagates through the subtraction).
+@njit(nogil=True, cache=True, error_model="numpy")
+def _layer_scores(x, bilinear, starts, weights):
+    """weights[n, slot of (t, j), r] = s_j - max_j s_j for a tile's runs r;
+    bilinear (4, R): A_00, A_01, A_10, A_11."""
+    examples, steps, runs = x.shape[0], x.shape[1], weights.shape[2]
+    y0, y1, top = np.empty(runs), np.empty(runs), np.empty(runs)
+    for n in range(examples):
+        xn, wn = x[n], weights[n]
+        for t in range(steps):
+            x0, x1 = xn[t, 0], xn[t, 1]
+            for r in range(runs):  # A^T x_t
+                y0[r] = bilinear[0, r] * x0 + bilinear[2, r] * x1
+                y1[r] = bilinear[1, r] * x0 + bilinear[3, r] * x1
+                top[r] = -np.inf
+            base, end = starts[t], starts[t + 1]
+            low = t + 1 - (end - base)
+            for k in range(base, end):
+                p0, p1 = xn[low + k - base, 0], xn[low + k - base, 1]
+                row = wn[k]
+                for r in range(runs):
+                    score = y0[r] * p0 + y1[r] * p1
+                    row[r] = score
+                    top[r] = max(top[r], score)
+            for k in range(base, end):
+                row = wn[k]
+                for r in range(runs):
+                    row[r] -= top[r]
 
 
-@njit(nogil=True, cache=True, error_model="numpy", fastmath=FAST)
-def _layer_scores(x, bilinear, starts, first, last, weights):
-    """weights[s, n, slot of (t, j)] = s_j - max_j s_j of runs first..last-1."""
-    examples, steps = x.shape[0], x.shape[1]
-    for s in range(first, last):
-        a00, a01 = bilinear[s, 0, 0], bilinear[s, 0, 1]
-        a10, a11 = bilinear[s, 1, 0], bilinear[s, 1, 1]
-        for n in range(examples):
-            xn, row = x[n], weights[s, n]
-            for t in range(steps):
-                x0, x1 = xn[t, 0], xn[t, 1]
-                y0, y1 = a00 * x0 + a10 * x1, a01 * x0 + a11 * x1  # A^T x_t
-                base, end = starts[t], starts[t + 1]
-                low = t + 1 - (end - base)
-                top = y0 * xn[low, 0] + y1 * xn[low, 1]
-                for k in range(base, end):
-                    j = low + k - base
-                    score = y0 * xn[j, 0] + y1 * xn[j, 1]
-                    row[k] = score
-                    if score > top:
-                        top = score
-                for k in range(base, end):
-                    row[k] -= top
-
-
-@njit(nogil=True, cache=True, error_model="numpy", fastmath=FAST)
-def _layer_outputs(x, key_dir, value_dir, beta, gamma, starts, first, last, weights, pooling,
-                   readouts):  # fmt: skip
+@njit(nogil=True, cache=True, error_model="numpy")
+def _layer_outputs(x, directions, starts, weights, pooling, readouts):
     """From exp(weights): the softmax weights a (in place), pooling scores minus their
-    max over steps, and readouts r, of runs first..last-1."""
-    examples, steps = x.shape[0], x.shape[1]
-    for s in range(first, last):
-        k0, k1, v0, v1 = key_dir[s, 0], key_dir[s, 1], value_dir[s, 0], value_dir[s, 1]
-        b0, b1, g0, g1 = beta[s, 0], beta[s, 1], gamma[s, 0], gamma[s, 1]
-        for n in range(examples):
-            xn, row, scores, values = x[n], weights[s, n], pooling[s, n], readouts[s, n]
-            for t in range(steps):
-                base, end = starts[t], starts[t + 1]
-                low = t + 1 - (end - base)
-                total = 0.0
-                for k in range(base, end):
-                    total += row[k]
-                scale = 1.0 / total
-                z0, z1 = 0.0, 0.0
-                for k in range(base, end):
-                    j = low + k - base
-                    weight = row[k] * scale
-                    row[k] = weight
-                    z0 += weight * xn[j, 0]
-                    z1 += weight * xn[j, 1]
-                x0, x1 = xn[t, 0], xn[t, 1]
-                scores[t] = k0 * x0 + k1 * x1 + b0 * z0 + b1 * z1
-                values[t] = v0 * x0 + v1 * x1 + g0 * z0 + g1 * z1
-            top = scores[0]
-            for t in range(1, steps):
-                if scores[t] > top:
-                    top = scores[t]
-            for t in range(steps):
-                scores[t] -= top
+    max over steps, and readouts r (N, T, R); directions (8, R): u_k, u_v, beta, gamma."""
+    examples, steps, runs = x.shape[0], x.shape[1], weights.shape[2]
+    k0, k1, v0, v1 = directions[0], directions[1], directions[2], directions[3]
+    b0, b1, g0, g1 = directions[4], directions[5], directions[6], directions[7]
+    scale, z0, z1, top = np.empty(runs), np.empty(runs), np.empty(runs), np.empty(runs)
+    for n in range(examples):
+        xn, wn, pn, rn = x[n], weights[n], pooling[n], readouts[n]
+        for r in range(runs):
+            top[r] = -np.inf
+        for t in range(steps):
+            base, end = starts[t], starts[t + 1]
+            low = t + 1 - (end - base)
+            for r in range(runs):
+                scale[r], z0[r], z1[r] = 0.0, 0.0, 0.0
+            for k in range(base, end):
+                row = wn[k]
+                for r in range(runs):
+                    scale[r] += row[r]
+            for r in range(runs):
+                scale[r] = 1.0 / scale[r]
+            for k in range(base, end):
+                p0, p1 = xn[low + k - base, 0], xn[low + k - base, 1]
+                row = wn[k]
+                for r in range(runs):
+                    weight = row[r] * scale[r]
+                    row[r] = weight
+                    z0[r] += weight * p0
+                    z1[r] += weight * p1
+            x0, x1 = xn[t, 0], xn[t, 1]
+            prow, rrow = pn[t], rn[t]
+            for r in range(runs):
+                score = k0[r] * x0 + k1[r] * x1 + b0[r] * z0[r] + b1[r] * z1[r]
+                prow[r] = score
+                top[r] = max(top[r], score)
+                rrow[r] = v0[r] * x0 + v1[r] * x1 + g0[r] * z0[r] + g1[r] * z1[r]
+        for t in range(steps):
+            prow = pn[t]
+            for r in range(runs):
+                prow[r] -= top[r]
 
 
-@njit(nogil=True, cache=True, error_model="numpy", fastmath=FAST)
-def _backward_runs(x, beta, gamma, starts, first, last, dcontext, context, weights, pooling,
-                   readouts, dbilinear, dkey_dir, dvalue_dir, dbeta, dgamma):  # fmt: skip
-    """The gradients of runs first..last-1; z is recomputed from a (cheaper than saved).
-    `pooling` holds the pooling weights alpha by now."""
-    examples, steps = x.shape[0], x.shape[1]
-    for s in range(first, last):
-        b0, b1, g0, g1 = beta[s, 0], beta[s, 1], gamma[s, 0], gamma[s, 1]
-        da00, da01, da10, da11 = 0.0, 0.0, 0.0, 0.0
-        dk0, dk1, dv0, dv1, db0, db1, dg0, dg1 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
-        for n in range(examples):
-            xn, row, alpha, values = x[n], weights[s, n], pooling[s, n], readouts[s, n]
-            g, out = dcontext[s, n], context[s, n]
-            for t in range(steps):
-                base, end = starts[t], starts[t + 1]
-                low = t + 1 - (end - base)
-                x0, x1 = xn[t, 0], xn[t, 1]
-                z0, z1 = 0.0, 0.0
-                for k in range(base, end):
-                    j = low + k - base
-                    z0 += row[k] * xn[j, 0]
-                    z1 += row[k] * xn[j, 1]
-                dreadout = g * alpha[t]
-                dscore = dreadout * (values[t] - out)
-                dk0 += dscore * x0
-                dk1 += dscore * x1
-                dv0 += dreadout * x0
-                dv1 += dreadout * x1
-                db0 += dscore * z0
-                db1 += dscore * z1
-                dg0 += dreadout * z0
-                dg1 += dreadout * z1
-                dz0, dz1 = b0 * dscore + g0 * dreadout, b1 * dscore + g1 * dreadout
+@njit(nogil=True, cache=True, error_model="numpy")
+def _backward_tile(x, beta_gamma, starts, dcontext, context, weights, alpha, readouts, grads):
+    """A tile's gradients into grads (12, R): dA_00, dA_01, dA_10, dA_11, du_k, du_v,
+    dbeta, dgamma; beta_gamma (4, R); z is recomputed from a (cheaper than saved)."""
+    examples, steps, runs = x.shape[0], x.shape[1], weights.shape[2]
+    b0, b1, g0, g1 = beta_gamma[0], beta_gamma[1], beta_gamma[2], beta_gamma[3]
+    z0, z1, dz0, dz1 = np.empty(runs), np.empty(runs), np.empty(runs), np.empty(runs)
+    mean, e0, e1 = np.empty(runs), np.empty(runs), np.empty(runs)
+    grads[:] = 0.0
+    for n in range(examples):
+        xn, wn, an, rn, gn, cn = x[n], weights[n], alpha[n], readouts[n], dcontext[n], context[n]
+        for t in range(steps):
+            base, end = starts[t], starts[t + 1]
+            low = t + 1 - (end - base)
+            for r in range(runs):
+                z0[r], z1[r] = 0.0, 0.0
+            for k in range(base, end):
+                p0, p1 = xn[low + k - base, 0], xn[low + k - base, 1]
+                row = wn[k]
+                for r in range(runs):
+                    z0[r] += row[r] * p0
+                    z1[r] += row[r] * p1
+            x0, x1 = xn[t, 0], xn[t, 1]
+            arow, rrow = an[t], rn[t]
+            for r in range(runs):
+                dreadout = gn[r] * arow[r]
+                dscore = dreadout * (rrow[r] - cn[r])
+                grads[4, r] += dscore * x0
+                grads[5, r] += dscore * x1
+                grads[6, r] += dreadout * x0
+                grads[7, r] += dreadout * x1
+                grads[8, r] += dscore * z0[r]
+                grads[9, r] += dscore * z1[r]
+                grads[10, r] += dreadout * z0[r]
+                grads[11, r] += dreadout * z1[r]
+                dz0[r] = b0[r] * dscore + g0[r] * dreadout
+                dz1[r] = b1[r] * dscore + g1[r] * dreadout
                 # ds_j = a_j (dz . x_j - dz . z), as sum_j a_j dz . x_j = dz . z; and
                 # dA = sum_j ds_j x_t x_j^T = x_t (sum_j ds_j x_j)^T.
-                mean = dz0 * z0 + dz1 * z1
-                e0, e1 = 0.0, 0.0
-                for k in range(base, end):
-                    j = low + k - base
-                    p0, p1 = xn[j, 0], xn[j, 1]
-                    ds = row[k] * (dz0 * p0 + dz1 * p1 - mean)
-                    e0 += ds * p0
-                    e1 += ds * p1
-                da00 += x0 * e0
-                da01 += x0 * e1
-                da10 += x1 * e0
-                da11 += x1 * e1
-        dbilinear[s, 0, 0], dbilinear[s, 0, 1] = da00, da01
-        dbilinear[s, 1, 0], dbilinear[s, 1, 1] = da10, da11
-        dkey_dir[s, 0], dkey_dir[s, 1], dvalue_dir[s, 0], dvalue_dir[s, 1] = dk0, dk1, dv0, dv1
-        dbeta[s, 0], dbeta[s, 1], dgamma[s, 0], dgamma[s, 1] = db0, db1, dg0, dg1
+                mean[r] = dz0[r] * z0[r] + dz1[r] * z1[r]
+                e0[r], e1[r] = 0.0, 0.0
+            for k in range(base, end):
+                p0, p1 = xn[low + k - base, 0], xn[low + k - base, 1]
+                row = wn[k]
+                for r in range(runs):
+                    ds = row[r] * (dz0[r] * p0 + dz1[r] * p1 - mean[r])
+                    e0[r] += ds * p0
+                    e1[r] += ds * p1
+            for r in range(runs):
+                grads[0, r] += x0 * e0[r]
+                grads[1, r] += x0 * e1[r]
+                grads[2, r] += x1 * e0[r]
+                grads[3, r] += x1 * e1[r]
 
 
-def _over_runs(task, runs: int, threads: int) -> None:
-    """task(first, last) for `threads` blocks of the runs, in threads of our own (the
-    compiled loops release the GIL): each block's own exp runs in its thread."""
-    threads = max(1, min(threads, runs))
-    bounds = [runs * i // threads for i in range(threads + 1)]
-    run_jobs([partial(task, first, last) for first, last in pairwise(bounds)], threads)
+def _over_tiles(task, tiles: list[tuple[int, int]], threads: int) -> None:
+    """task(first, last) for every tile, the tiles split over `threads` threads of our
+    own (the compiled loops release the GIL): each tile's own exp runs in its thread."""
+    threads = max(1, min(threads, len(tiles)))
+    bounds = [len(tiles) * i // threads for i in range(threads + 1)]
+
+    def job(part: list[tuple[int, int]]) -> None:
+        for first, last in part:
+            task(first, last)
+
+    run_jobs([partial(job, tiles[a:b]) for a, b in pairwise(bounds)], threads)
 
 
-def _arrays(*tensors: torch.Tensor) -> list[np.ndarray]:
-    """numpy views for the compiled loops (the tensors are on the CPU)."""
-    return [t.detach().contiguous().numpy() for t in tensors]
+def _runs_last(*tensors: torch.Tensor) -> np.ndarray:
+    """(S, ...) tensors as one (sum of their widths, S) array: the runs innermost."""
+    columns = torch.cat([t.detach().reshape(t.shape[0], -1) for t in tensors], 1)
+    return columns.T.contiguous().numpy()
 
 
 class WindowContext(torch.autograd.Function):
@@ -202,42 +217,65 @@ class WindowContext(torch.autograd.Function):
         if channels != CHANNELS:
             raise ValueError(f"the window kernel reads {CHANNELS} channels, got {channels}")
         starts = slot_starts(steps, window)
+        slots = int(starts[-1])
+        tiles = [(a, min(runs, a + TILE)) for a in range(0, runs, TILE)]
+        x = inputs.detach().contiguous().numpy()
+        layer = _runs_last(bilinear)  # (4, S)
+        directions = _runs_last(key_dir, value_dir, beta, gamma)  # (8, S)
         context = torch.empty(runs, examples, dtype=inputs.dtype)
-        weights = torch.empty(runs, examples, int(starts[-1]), dtype=inputs.dtype)
-        pooling = torch.empty(runs, examples, steps, dtype=inputs.dtype)
-        readouts = torch.empty_like(pooling)
-        x, bilinear_, *directions = _arrays(inputs, bilinear, key_dir, value_dir, beta, gamma)
-        buffers = _arrays(weights, pooling, readouts)
-
-        tile = max(1, TILE_BYTES // (weights[0].numel() * weights.element_size()))
+        saved: dict[int, tuple[torch.Tensor, ...]] = {}
 
         def task(first: int, last: int) -> None:
-            for start in range(first, last, tile):
-                stop = min(last, start + tile)
-                _layer_scores(x, bilinear_, starts, start, stop, buffers[0])
-                weights[start:stop].exp_()
-                _layer_outputs(x, *directions, starts, start, stop, *buffers)
-                alpha = pooling[start:stop].exp_()
-                alpha /= alpha.sum(-1, keepdim=True)
-                torch.sum(alpha * readouts[start:stop], -1, out=context[start:stop])
+            weights = torch.empty(examples, slots, last - first, dtype=inputs.dtype)
+            pooling = torch.empty(examples, steps, last - first, dtype=inputs.dtype)
+            readouts = torch.empty_like(pooling)
+            _layer_scores(x, np.ascontiguousarray(layer[:, first:last]), starts, weights.numpy())
+            weights.exp_()
+            _layer_outputs(
+                x,
+                np.ascontiguousarray(directions[:, first:last]),
+                starts,
+                weights.numpy(),
+                pooling.numpy(),
+                readouts.numpy(),
+            )
+            alpha = pooling.exp_()
+            alpha /= alpha.sum(1, keepdim=True)
+            context[first:last] = (alpha * readouts).sum(1).T
+            saved[first] = (weights, alpha, readouts)
 
-        _over_runs(task, runs, threads)
-        ctx.threads, ctx.starts = threads, starts
-        ctx.save_for_backward(inputs, beta, gamma, context, weights, pooling, readouts)
+        _over_tiles(task, tiles, threads)
+        ctx.threads, ctx.starts, ctx.tiles, ctx.buffers = threads, starts, tiles, saved
+        ctx.save_for_backward(inputs, beta, gamma, context)
         return context
 
     @staticmethod
     def backward(ctx, dcontext):
-        inputs, beta, gamma, *saved = ctx.saved_tensors
+        inputs, beta, gamma, context = ctx.saved_tensors
         runs = beta.shape[0]
-        dbilinear = torch.empty(runs, CHANNELS, CHANNELS, dtype=inputs.dtype)
-        ddirections = [torch.empty(runs, CHANNELS, dtype=inputs.dtype) for _ in range(4)]
-        x, beta_, gamma_, *rest = _arrays(
-            inputs, beta, gamma, dcontext, *saved, dbilinear, *ddirections
-        )
-        _over_runs(
-            lambda first, last: _backward_runs(x, beta_, gamma_, ctx.starts, first, last, *rest),
-            runs,
-            ctx.threads,
-        )
+        x = inputs.detach().contiguous().numpy()
+        beta_gamma = _runs_last(beta, gamma)  # (4, S)
+        grads = np.empty((12, runs))
+
+        def task(first: int, last: int) -> None:
+            weights, alpha, readouts = ctx.buffers[first]
+            part = np.empty((12, last - first))
+            _backward_tile(
+                x,
+                np.ascontiguousarray(beta_gamma[:, first:last]),
+                ctx.starts,
+                dcontext[first:last].detach().T.contiguous().numpy(),
+                context[first:last].detach().T.contiguous().numpy(),
+                weights.numpy(),
+                alpha.numpy(),
+                readouts.numpy(),
+                part,
+            )
+            grads[:, first:last] = part
+
+        _over_tiles(task, ctx.tiles, ctx.threads)
+        ctx.buffers = None
+        out = torch.from_numpy(grads.T.copy()).to(inputs.dtype)  # (S, 12)
+        dbilinear = out[:, :4].reshape(runs, CHANNELS, CHANNELS)
+        ddirections = [out[:, 4 + 2 * i : 6 + 2 * i].contiguous() for i in range(4)]
         return dbilinear, *ddirections, None, None, None
