@@ -476,12 +476,20 @@ POOLING_KINDS = [
     ModelConfig(kind="posenc"),
     ModelConfig(kind="posenc", positional="sinusoidal"),
 ]
+HAND_GRADIENT_KINDS = [
+    *POOLING_KINDS,
+    ModelConfig(kind="window"),
+    ModelConfig(kind="window", window=1),
+    ModelConfig(kind="window", window=STEPS),
+]
 
 
-@pytest.mark.parametrize("cfg", POOLING_KINDS, ids=lambda cfg: f"{cfg.kind}-{cfg.positional}")
-def test_hand_gradients_of_the_pooling_kinds_are_autograds(cfg):
-    """pipeline/models/pooling_gradients.py against autograd through `forward`, the
-    definition: the logits and every parameter's gradient."""
+@pytest.mark.parametrize(
+    "cfg", HAND_GRADIENT_KINDS, ids=lambda cfg: f"{cfg.kind}-{cfg.positional}-{cfg.window}"
+)
+def test_hand_gradients_of_every_kind_are_autograds(cfg):
+    """pipeline/models/pooling_gradients.py and window's fused kernel against autograd
+    through `forward`, the definition: the logits and every parameter's gradient."""
     params = random_params(cfg, 4, seed=23)
     inputs = random_inputs(7, STEPS, seed=24)
     labels = (torch.arange(7) % 2).to(F64)
@@ -495,8 +503,10 @@ def test_hand_gradients_of_the_pooling_kinds_are_autograds(cfg):
         torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-14, msg=name)
 
 
-@pytest.mark.parametrize("cfg", POOLING_KINDS, ids=lambda cfg: f"{cfg.kind}-{cfg.positional}")
-def test_fast_training_of_the_pooling_kinds_is_autograd_training(cfg):
+@pytest.mark.parametrize(
+    "cfg", HAND_GRADIENT_KINDS, ids=lambda cfg: f"{cfg.kind}-{cfg.positional}-{cfg.window}"
+)
+def test_fast_training_is_autograd_training(cfg):
     """Blocks of runs on threads of their own, hand-derived gradients: the same runs
     as autograd's, one block per pass."""
     (train_x, train_y), _ = small_set()

@@ -1,7 +1,8 @@
 """The window kind's compiled training loops (pipeline/models/window_kernel.py).
 
 That they compute `window.attend` and its autograd gradients is checked in
-tests/test_models.py (test_training_logits_and_their_gradients_are_the_forwards);
+tests/test_models.py (test_training_logits_and_their_gradients_are_the_forwards,
+test_hand_gradients_of_every_kind_are_autograds);
 here: what the threads, tiles and blocks must not change, and failure.
 """
 
@@ -17,6 +18,7 @@ from pipeline.models.params import to_flat
 from tests.test_models import F64, STEPS, random_inputs, random_params, small_set
 
 CFG = ModelConfig(kind="window")
+THREADS = torch.get_num_threads()
 
 
 def context_and_gradients(params, inputs, threads: int) -> list[torch.Tensor]:
@@ -36,6 +38,33 @@ def test_threads_and_tiles_change_no_bit(monkeypatch):
         monkeypatch.setattr(window_kernel, "TILE", tile)
         got = context_and_gradients(params, inputs, threads)
         assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True)), (threads, tile)
+
+
+def test_the_fused_step_changes_no_bit_with_threads(monkeypatch):
+    """Training's fused step (`window.gradient_step`): the same bytes on any thread
+    count (threads take whole tiles); another tile width moves only the last bits
+    (torch's exp takes a scalar path for a buffer's tail)."""
+    params = random_params(CFG, 7, seed=37)
+    inputs = random_inputs(9, STEPS, seed=38)
+    labels = (torch.arange(9) % 2).to(F64)
+
+    def fused(threads: int) -> list[torch.Tensor]:
+        torch.set_num_threads(threads)
+        try:
+            logits, gradients = window.gradient_step(inputs, labels)(params)
+        finally:
+            torch.set_num_threads(THREADS)
+        return [logits, *gradients]
+
+    wide = {}
+    for tile in (window_kernel.TILE, 2):
+        monkeypatch.setattr(window_kernel, "TILE", tile)
+        wide[tile] = fused(1)
+        for threads in (2, 3):
+            got = fused(threads)
+            assert all(torch.equal(g, w) for g, w in zip(got, wide[tile], strict=True)), tile
+    for g, w in zip(wide[2], wide[window_kernel.TILE], strict=True):
+        torch.testing.assert_close(g, w, rtol=1e-12, atol=1e-15)
 
 
 def test_training_in_one_block_or_many_is_the_same(monkeypatch):

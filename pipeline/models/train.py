@@ -69,11 +69,11 @@ def train(
 ) -> tuple[Params, History]:
     """`epochs` simultaneous gradient steps of size `lr` for every run.
 
-    A kind with hand-derived gradients (`gradient_step`: the lesson, and the kinds
-    that are the pooling, pipeline/models/pooling_gradients.py) takes them unless
-    `autograd`; the window kind trains through `train_autograd`. With `check`, a run that
-    reached NaN or inf raises DivergenceError; without, the caller looks at
-    `finite_runs` itself (the seed study names the seeds).
+    A kind with hand-derived gradients (`gradient_step`: the lesson, the kinds that
+    are the pooling, pipeline/models/pooling_gradients.py, and window's fused kernel
+    on the CPU) takes them unless `autograd`; the rest train through `train_autograd`.
+    With `check`, a run that reached NaN or inf raises DivergenceError; without, the
+    caller looks at `finite_runs` itself (the seed study names the seeds).
     """
     step = None if autograd else interface.gradient_step(params, inputs, labels)
     if step is None:
@@ -82,10 +82,10 @@ def train(
     block = interface.training_block(params, inputs)
     if block is None:  # the lesson's: one pass of all runs, on torch's threads
         params, history = descend(params, step, labels, epochs, lr)
-    else:
-        params, history = descend_blocks(
-            params, step, labels, epochs, lr, block[0], torch.get_num_threads()
-        )
+    else:  # a kernel with threads of its own (window's) takes its blocks in turn
+        size, own_threads = block
+        threads = 1 if own_threads else torch.get_num_threads()
+        params, history = descend_blocks(params, step, labels, epochs, lr, size, threads)
     if check:
         check_finite(history.loss, params, lr)
     return params, history

@@ -6,8 +6,9 @@ the lesson's pooling on the whole sequence h_0..h_{T-1}. The pooling weights wei
 the positions h_t, whose receptive field is the steps t-w+1..t of the input. Step
 ablation drops a step from the pooling only: the layer still sees every step.
 
-Its fast path in training on the CPU: the layer and the pooling as one compiled
-autograd node (`pipeline.models.window_kernel`).
+Its fast path in training on the CPU: the layer and the pooling as compiled loops
+(`pipeline.models.window_kernel`), forward and backward fused per tile of runs
+(`gradient_step`), with the chain to the parameters derived by hand.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pipeline.models.pooling import (
     total,
     value_direction,
 )
+from pipeline.models.pooling_gradients import head_gradients
 
 # Runs per autograd pass of the compiled kernel: it keeps no (N, T, runs)
 # intermediates (it tiles its forward itself), and each pass costs a fixed ~3 ms of
@@ -110,6 +112,39 @@ def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
     """On the CPU the compiled kernel: its block of runs, and that it runs on threads
     of its own (torch's ops on one meanwhile). None elsewhere: plain autograd."""
     return (KERNEL_BLOCK, True) if inputs.device.type == "cpu" else None
+
+
+def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
+    """Training's fast path on the CPU (None elsewhere: autograd through `attend`):
+    the fused kernel's gradients for A, u_k, u_v, beta and gamma, then by hand
+    A = Wq^T Wk / sqrt(d_k), beta = Wv^T u_k, gamma = Wv^T u_v and the head's chain."""
+    if training_block(inputs) is None:
+        return None
+    from pipeline.models.window_kernel import logits_and_gradients  # numba: 0.5 s to import
+
+    threads = torch.get_num_threads()
+
+    def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        n, head = params.named, lesson_head(params)
+        key_dir, value_dir, layer_values = key_direction(head), value_direction(head), n["Wv_layer"]
+        beta = torch.einsum("scd,sc->sd", layer_values, key_dir)
+        gamma = torch.einsum("scd,sc->sd", layer_values, value_dir)
+        logits, dbilinear, dkey, dvalue, dbeta, dgamma, dbias = logits_and_gradients(
+            layer_bilinear(params), key_dir, value_dir, beta, gamma, n["b"], inputs, labels,
+            params.cfg.window, threads,
+        )  # fmt: skip
+        dkey = dkey + torch.einsum("scd,sd->sc", layer_values, dbeta)
+        dvalue = dvalue + torch.einsum("scd,sd->sc", layer_values, dgamma)
+        dbilinear = dbilinear / math.sqrt(n["Wq_layer"].shape[1])
+        return logits, [
+            *head_gradients(head, dkey, dvalue),
+            dbias,
+            torch.einsum("scd,sid->sic", dbilinear, n["Wk_layer"]),  # Wq_layer
+            torch.einsum("scd,sic->sid", dbilinear, n["Wq_layer"]),  # Wk_layer
+            key_dir[:, :, None] * dbeta[:, None, :] + value_dir[:, :, None] * dgamma[:, None, :],
+        ]
+
+    return step
 
 
 def training_logits(

@@ -40,12 +40,15 @@ import torch
 from numba import njit
 
 from pipeline.models.params import CHANNELS
+from pipeline.models.pooling import probability
 from pipeline.models.threads import run_jobs
 
 # Runs per tile, innermost in every buffer, so every loop body is one operation
 # over a tile's runs, which LLVM vectorises without fastmath: each run's numbers are
 # plain IEEE operations in a fixed order, the same in a vector lane or a scalar
-# remainder, so they do not depend on tiles or threads. Measured on the 2-core
+# remainder. Threads take whole tiles, so the numbers do not depend on the thread
+# count; another tile width moves last bits (torch's exp takes a scalar path for a
+# buffer's tail). Measured on the 2-core
 # machine, ms per epoch of 256 runs on one thread, w = 12 (w = 3): tiles of 8 runs
 # 61 (34), 16 runs 33 (20), 32 runs 27 (16), 64 runs 29 (17); the scalar loops over
 # one run at a time took 148 at w = 12.
@@ -201,6 +204,91 @@ def _over_tiles(task, tiles: list[tuple[int, int]], threads: int) -> None:
     run_jobs([partial(job, tiles[a:b]) for a, b in pairwise(bounds)], threads)
 
 
+def _tiles(runs: int) -> list[tuple[int, int]]:
+    return [(first, min(runs, first + TILE)) for first in range(0, runs, TILE)]
+
+
+def _forward_tile(
+    x: np.ndarray, layer: np.ndarray, directions: np.ndarray, starts: np.ndarray
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One tile's layer weights (N, slots, R), pooling weights alpha and readouts
+    (N, T, R), and context (N, R); layer (4, R), directions (8, R)."""
+    (examples, steps, _), runs = x.shape, layer.shape[1]
+    dtype = getattr(torch, str(x.dtype))
+    weights = torch.empty(examples, int(starts[-1]), runs, dtype=dtype)
+    pooling = torch.empty(examples, steps, runs, dtype=dtype)
+    readouts = torch.empty_like(pooling)
+    _layer_scores(x, np.ascontiguousarray(layer), starts, weights.numpy())
+    weights.exp_()
+    _layer_outputs(
+        x,
+        np.ascontiguousarray(directions),
+        starts,
+        weights.numpy(),
+        pooling.numpy(),
+        readouts.numpy(),
+    )
+    alpha = pooling.exp_()
+    alpha /= alpha.sum(1, keepdim=True)
+    return weights, alpha, readouts, (alpha * readouts).sum(1)
+
+
+def logits_and_gradients(
+    bilinear: torch.Tensor,
+    key_dir: torch.Tensor,
+    value_dir: torch.Tensor,
+    beta: torch.Tensor,
+    gamma: torch.Tensor,
+    bias: torch.Tensor,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    window: int,
+    threads: int,
+) -> tuple[torch.Tensor, ...]:
+    """Training's fused step: the logits (S, N) and the mean BCE's gradients for A,
+    u_k, u_v, beta, gamma and b. A run's gradient needs only its own logits, so each
+    tile runs its backward right after its forward, while its buffers are in cache
+    (autograd through `WindowContext` keeps every tile's until the loss is known)."""
+    (examples, steps, channels), runs = inputs.shape, bilinear.shape[0]
+    if channels != CHANNELS:
+        raise ValueError(f"the window kernel reads {CHANNELS} channels, got {channels}")
+    starts, tiles = slot_starts(steps, window), _tiles(runs)
+    x = inputs.detach().contiguous().numpy()
+    layer, directions = _runs_last(bilinear), _runs_last(key_dir, value_dir, beta, gamma)
+    beta_gamma, offsets = directions[4:], bias.detach().numpy()
+    logits = torch.empty(runs, examples, dtype=inputs.dtype)
+    dlogits = torch.empty_like(logits)
+    grads = np.empty((12, runs))
+
+    def task(first: int, last: int) -> None:
+        weights, alpha, readouts, context = _forward_tile(
+            x, layer[:, first:last], directions[:, first:last], starts
+        )
+        tile_logits = context + torch.from_numpy(offsets[first:last])
+        dlogit = (probability(tile_logits) - labels[:, None]) / examples  # (N, R)
+        part = np.empty((12, last - first))
+        _backward_tile(
+            x,
+            np.ascontiguousarray(beta_gamma[:, first:last]),
+            starts,
+            dlogit.numpy(),
+            context.numpy(),
+            weights.numpy(),
+            alpha.numpy(),
+            readouts.numpy(),
+            part,
+        )
+        grads[:, first:last] = part
+        logits[first:last] = tile_logits.T
+        dlogits[first:last] = dlogit.T
+
+    _over_tiles(task, tiles, threads)
+    dbias = dlogits.sum(1)  # over the whole (S, N): a tile's own sum would depend on its width
+    out = torch.from_numpy(grads.T.copy()).to(inputs.dtype)  # (S, 12)
+    dbilinear = out[:, :4].reshape(runs, CHANNELS, CHANNELS)
+    return logits, dbilinear, *(out[:, 4 + 2 * i : 6 + 2 * i].contiguous() for i in range(4)), dbias
+
+
 def _runs_last(*tensors: torch.Tensor) -> np.ndarray:
     """(S, ...) tensors as one (sum of their widths, S) array: the runs innermost."""
     columns = torch.cat([t.detach().reshape(t.shape[0], -1) for t in tensors], 1)
@@ -217,8 +305,7 @@ class WindowContext(torch.autograd.Function):
         if channels != CHANNELS:
             raise ValueError(f"the window kernel reads {CHANNELS} channels, got {channels}")
         starts = slot_starts(steps, window)
-        slots = int(starts[-1])
-        tiles = [(a, min(runs, a + TILE)) for a in range(0, runs, TILE)]
+        tiles = _tiles(runs)
         x = inputs.detach().contiguous().numpy()
         layer = _runs_last(bilinear)  # (4, S)
         directions = _runs_last(key_dir, value_dir, beta, gamma)  # (8, S)
@@ -226,22 +313,10 @@ class WindowContext(torch.autograd.Function):
         saved: dict[int, tuple[torch.Tensor, ...]] = {}
 
         def task(first: int, last: int) -> None:
-            weights = torch.empty(examples, slots, last - first, dtype=inputs.dtype)
-            pooling = torch.empty(examples, steps, last - first, dtype=inputs.dtype)
-            readouts = torch.empty_like(pooling)
-            _layer_scores(x, np.ascontiguousarray(layer[:, first:last]), starts, weights.numpy())
-            weights.exp_()
-            _layer_outputs(
-                x,
-                np.ascontiguousarray(directions[:, first:last]),
-                starts,
-                weights.numpy(),
-                pooling.numpy(),
-                readouts.numpy(),
+            weights, alpha, readouts, tile_context = _forward_tile(
+                x, layer[:, first:last], directions[:, first:last], starts
             )
-            alpha = pooling.exp_()
-            alpha /= alpha.sum(1, keepdim=True)
-            context[first:last] = (alpha * readouts).sum(1).T
+            context[first:last] = tile_context.T
             saved[first] = (weights, alpha, readouts)
 
         _over_tiles(task, tiles, threads)
