@@ -15,17 +15,19 @@ The model, per run, with x_{t-o} written X_o:
     alpha = softmax_t(score),  context = sum_t alpha_t r_t,
 
 with A = Wq^T Wk / sqrt(d_k), u_k and u_v the lesson's key and value directions,
-beta = Wv^T u_k and gamma = Wv^T u_v (`window.training_logits` computes these, and
-autograd takes that part of the chain). Backward, with g = dL/dcontext:
+beta = Wv^T u_k and gamma = Wv^T u_v (`window.gradient_step` computes these and
+their part of the chain by hand; `window.training_logits`, autograd's path, leaves
+it to autograd). Backward, with g = dL/dcontext:
 dr_t = g alpha_t, dscore_t = dr_t (r_t - context), du_k = sum dscore x,
 du_v = sum dr x, dbeta = sum dscore z, dgamma = sum dr z, dz = beta dscore + gamma dr,
 da_o = dz . X_o, ds_o = a_o (da_o - sum_o' a_o' da_o'), dA = sum ds x X_o^T.
 
 The layer's weights are packed: position t keeps the slots of its keys
 j = t - min(w, t + 1) + 1 .. t only (`slot_starts`), 78 for w = T = 12 instead of
-144. Every loop runs over whole runs in a fixed order, so a run's numbers do not
-depend on how the runs are split over threads or tiles. tests/test_models.py checks the
-logits and gradients against autograd through `window.attend`, the definition.
+144. Runs sit innermost, in tiles of `TILE`; threads take whole tiles. Training's
+step (`logits_and_gradients`) runs each tile's backward right after its forward.
+tests/test_models.py checks the logits and gradients against autograd through
+`window.attend`, the definition.
 numba caches the compiled loops next to this file (`cache=True`): the first use
 after an install compiles them, once, in about 3 s.
 """
