@@ -99,15 +99,33 @@ def logits_and_gradients(
     params: Params, batch: TrainingSet
 ) -> tuple[torch.Tensor, list[torch.Tensor]]:
     """Training logits (S, N) and the gradient of the mean BCE for every parameter
-    (in `params.tensors()` order).
+    (in `params.tensors()` order)."""
+    head = lesson_head(params)
+    logits, dkey_dir, dvalue_dir, dbias, _ = moment_gradients(
+        key_direction(head), value_direction(head), params.named["b"], batch
+    )
+    return logits, [*head_gradients(head, dkey_dir, dvalue_dir), dbias]
+
+
+def moment_gradients(
+    key_dir: torch.Tensor,
+    value_dir: torch.Tensor,
+    bias: torch.Tensor,
+    batch: TrainingSet,
+    heads: int = 1,
+    sink: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
+    """Logits (S, N) and the mean BCE's gradients for each head's key and value
+    direction (H * S, C) each, head-major as `key_dir` and `value_dir` come, the bias
+    (S,) and the sink logit (S,); the logit is the sum of the heads' contexts plus b.
+    Also the sink kind's and multihead's fast path: a sink adds exp(sink) to every
+    softmax sum and takes no value, dsink = -sum g a_sink context.
 
     Computed example-major, (N, S) and (N, T, S): runs innermost, so the batched
     matmul is (3, T) @ (T, S) per example (3.5x faster than (S, T) @ (T, 3) on the
     CPU) and every (N, S) operand it yields is contiguous along the runs.
     """
-    head = lesson_head(params)
-    key_dir, value_dir = key_direction(head), value_direction(head)  # (S, C)
-    reading_key, marker_key = key_dir[:, 0], key_dir[:, 1]  # (S,) each
+    reading_key, marker_key = key_dir[:, 0], key_dir[:, 1]  # (H * S,) each
     reading_value, marker_value = value_dir[:, 0], value_dir[:, 1]
     marked_reading = batch.marked_reading[:, None]  # (N, 1)
 
@@ -117,6 +135,9 @@ def logits_and_gradients(
     )  # (N, S)
     marked_score = marked_reading * reading_key + marker_key  # (N, S)
     shift = torch.maximum(reading_key * extreme, marked_score)
+    if sink is not None:
+        sink = sink.repeat(heads)
+        shift = torch.maximum(shift, sink)
     exps = torch.addcmul(
         -shift[:, None, :], batch.readings[:, :, None], reading_key[None, None, :]
     ).exp_()  # (N, T, S)
@@ -124,13 +145,19 @@ def logits_and_gradients(
 
     marked_exp = torch.exp(marked_score - shift)  # (N, S)
     total = unmarked_sum + marked_exp
+    if sink is not None:
+        sink_exp = torch.exp(sink - shift)
+        total = total + sink_exp
     marked_weight = marked_exp / total
     mean_reading = (unmarked_r + marked_exp * marked_reading) / total  # sum_t a_t r_t
     mean_square = (unmarked_rr + marked_exp * marked_reading**2) / total
     context = reading_value * mean_reading + marker_value * marked_weight  # sum_t a_t z_t
-    logits = context + params.named["b"]
+    examples = batch.labels.shape[0]
+    heads_context = context if heads == 1 else context.view(examples, heads, -1).sum(1)
+    logits = heads_context + bias
 
-    dlogit = (probability(logits) - batch.labels[:, None]) / batch.labels.shape[0]  # (N, S)
+    dlogit = (probability(logits) - batch.labels[:, None]) / examples  # (N, S)
+    dcontext = dlogit if heads == 1 else dlogit.repeat(1, heads)
     # sum_t a_t (z_t - context) x_t, channel by channel.
     spread_reading = (
         reading_value * mean_square
@@ -139,9 +166,16 @@ def logits_and_gradients(
     )
     marked_value = reading_value * marked_reading + marker_value
     spread_marker = marked_weight * (marked_value - context)
-    dvalue_dir = torch.stack([(dlogit * mean_reading).sum(0), (dlogit * marked_weight).sum(0)], -1)
-    dkey_dir = torch.stack([(dlogit * spread_reading).sum(0), (dlogit * spread_marker).sum(0)], -1)
-    return logits.T, [*head_gradients(head, dkey_dir, dvalue_dir), dlogit.sum(0)]
+    dvalue_dir = torch.stack(
+        [(dcontext * mean_reading).sum(0), (dcontext * marked_weight).sum(0)], -1
+    )
+    dkey_dir = torch.stack(
+        [(dcontext * spread_reading).sum(0), (dcontext * spread_marker).sum(0)], -1
+    )
+    dsink = None
+    if sink is not None:
+        dsink = -(dcontext * (sink_exp / total) * context).sum(0).view(heads, -1).sum(0)
+    return logits.T, dkey_dir, dvalue_dir, dlogit.sum(0), dsink
 
 
 def gradient_step(

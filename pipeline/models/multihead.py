@@ -11,10 +11,11 @@ from __future__ import annotations
 import torch
 
 from pipeline.config import ModelConfig
+from pipeline.models.lesson import TrainingSet, moment_gradients
 from pipeline.models.params import CHANNELS, Layout, Params
-from pipeline.models.pooling import POOLING_BLOCK, Head, channels, runs_last_logits
+from pipeline.models.pooling import Head, channels, key_direction, runs_last_logits, value_direction
 from pipeline.models.pooling import attend as pool
-from pipeline.models.pooling_gradients import head_gradients, runs_last_gradients
+from pipeline.models.pooling_gradients import head_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:
@@ -49,26 +50,31 @@ def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = 
     return runs_last_logits(xs, heads(params), params.named["b"])
 
 
-def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
-    return (POOLING_BLOCK, False) if inputs.device.type == "cpu" else None
-
-
 def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
-    """Training's fast path: hand-derived gradients (pipeline/models/pooling_gradients.py)."""
+    """Training's fast path: the lesson's moments for every head at once, heads side by
+    side with the runs (`lesson.moment_gradients`)."""
+    batch = TrainingSet.build(inputs, labels)
 
     def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        each = heads(params)
-        grads = runs_last_gradients(inputs, each, params.named["b"], labels)
+        each, count = heads(params), params.cfg.heads
+        keys = torch.cat([key_direction(head) for head in each])  # (H * S, C)
+        values = torch.cat([value_direction(head) for head in each])
+        logits, dkeys, dvalues, dbias, _ = moment_gradients(
+            keys, values, params.named["b"], batch, heads=count
+        )
         per_head = [
-            head_gradients(head, grads.keys[h], grads.values[h]) for h, head in enumerate(each)
+            head_gradients(head, dkey, dvalue)
+            for head, dkey, dvalue in zip(
+                each, dkeys.chunk(count), dvalues.chunk(count), strict=True
+            )
         ]
         d_key_proj, d_value_proj, d_query, d_readout = zip(*per_head, strict=True)
-        return grads.logits, [
+        return logits, [
             torch.stack(d_key_proj, 1),
             torch.stack(d_value_proj, 1),
             torch.stack(d_query, 1),
             torch.cat(d_readout, 1),
-            grads.bias,
+            dbias,
         ]
 
     return step

@@ -10,17 +10,18 @@ from __future__ import annotations
 import torch
 
 from pipeline.config import ModelConfig
+from pipeline.models.lesson import TrainingSet, moment_gradients
 from pipeline.models.params import Layout, Params, lesson_layout
+from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
-    POOLING_BLOCK,
     channels,
     key_direction,
     lesson_head,
     project,
     runs_last_logits,
+    value_direction,
 )
-from pipeline.models.pooling import attend as pool
-from pipeline.models.pooling_gradients import head_gradients, runs_last_gradients
+from pipeline.models.pooling_gradients import head_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:
@@ -38,18 +39,17 @@ def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = 
     return runs_last_logits(xs, [lesson_head(params)], n["b"], n["sink"])
 
 
-def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
-    return (POOLING_BLOCK, False) if inputs.device.type == "cpu" else None
-
-
 def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
-    """Training's fast path: hand-derived gradients (pipeline/models/pooling_gradients.py)."""
+    """Training's fast path: the lesson's moments with the sink in every softmax sum
+    (`lesson.moment_gradients`)."""
+    batch = TrainingSet.build(inputs, labels)
 
     def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
         n, head = params.named, lesson_head(params)
-        grads = runs_last_gradients(inputs, [head], n["b"], labels, sink=n["sink"])
-        return grads.logits, [*head_gradients(head, grads.keys[0], grads.values[0]),
-                              grads.bias, grads.sink]  # fmt: skip
+        logits, dkey, dvalue, dbias, dsink = moment_gradients(
+            key_direction(head), value_direction(head), n["b"], batch, sink=n["sink"]
+        )
+        return logits, [*head_gradients(head, dkey, dvalue), dbias, dsink]
 
     return step
 
