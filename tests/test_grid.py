@@ -53,6 +53,11 @@ def test_an_order_cell_against_its_parts(cfg):
         cell, grid.shuffled_steps(frame, 12, cfg.grid.shuffle_seed), [1, 2, 3]
     )
     shuffled = control.values["heldout_accuracy"].mean(-1)
+    alone = study.train_seeds(
+        cell, grid.shuffled_steps(frame, 12, cfg.grid.shuffle_seed), [1, 2, 3], heldout_only=True
+    )
+    assert list(alone.values) == ["heldout_accuracy"]
+    assert torch.equal(alone.values["heldout_accuracy"], control.values["heldout_accuracy"])
     assert document["shuffled"]["mean"] == pytest.approx(float(shuffled.mean()))
     difference = document["above_shuffled"]
     assert difference["mean"] == pytest.approx(float((per_seed - shuffled).mean()))

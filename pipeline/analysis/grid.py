@@ -167,7 +167,7 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
     }
     if getattr(tasks.task_module(task), "ORDERED", False):
         control = shuffled_steps(frame, cell.data.steps, cfg.grid.shuffle_seed)
-        shuffled = study.train_seeds(cell, control, seeds)
+        shuffled = study.train_seeds(cell, control, seeds, heldout_only=True)
         document["shuffled"] = accuracy_summary(shuffled, cell, cfg.grid.solved)
         document["above_shuffled"] = paired_difference(
             runs.values["heldout_accuracy"], shuffled.values["heldout_accuracy"], cell

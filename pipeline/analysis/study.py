@@ -60,12 +60,18 @@ class SeedRuns:
 
 
 def train_seeds(
-    cfg: Config, frame: pd.DataFrame, seeds: list[int], progress: bool = False
+    cfg: Config,
+    frame: pd.DataFrame,
+    seeds: list[int],
+    progress: bool = False,
+    heldout_only: bool = False,
 ) -> SeedRuns:
     """Train and evaluate `seeds`, cfg.study.chunk at a time.
 
     A chunk's runs do not interact, so the chunk size only bounds the memory
-    (numbers agree to float64 rounding). Seeds that diverge are all named.
+    (numbers agree to float64 rounding). Seeds that diverge are all named. With
+    `heldout_only`, the values are held-out accuracy alone (the grid's shuffled
+    control needs no more, and the ablations are most of an evaluation's time).
     """
     device, dtype = device_and_dtype(cfg.train)
 
@@ -85,9 +91,13 @@ def train_seeds(
         diverged += [seed for seed, ok in zip(chunk, finite, strict=True) if not ok]
         if diverged:
             continue  # the study fails; keep training only to name every diverged seed
-        chunk_values, _, _ = metrics.example_values(
-            trained, (train_inputs, train_labels), heldout, cfg.eval
-        )
+        if heldout_only:
+            logits, _ = interface.forward(trained, heldout[0])
+            chunk_values = {"heldout_accuracy": metrics.correct(logits, heldout[1])}
+        else:
+            chunk_values, _, _ = metrics.example_values(
+                trained, (train_inputs, train_labels), heldout, cfg.eval
+            )
         params.append(to_flat(trained).cpu())
         values.append({name: value.cpu() for name, value in chunk_values.items()})
     if diverged:
@@ -164,10 +174,12 @@ def bootstrap_intervals(
     resamples = cfg.study.bootstrap
     generator = torch.Generator().manual_seed(cfg.study.bootstrap_seed)
     heldout_size = runs.values["heldout_accuracy"].shape[1]
-    train_size = runs.values["train_accuracy"].shape[1]
     seed_counts = stats.resample_counts(len(runs.seeds), resamples, generator)
     heldout_counts = stats.resample_counts(heldout_size, resamples, generator)
-    train_counts = stats.resample_counts(train_size, resamples, generator)
+    train_counts = None  # drawn last: without training values, the others stay the same
+    if "train_accuracy" in runs.values:
+        train_size = runs.values["train_accuracy"].shape[1]
+        train_counts = stats.resample_counts(train_size, resamples, generator)
     intervals = {}
     for name in names or summarized(runs):
         examples = train_counts if name == "train_accuracy" else heldout_counts
