@@ -1,16 +1,16 @@
-"""Hand-derived gradients of the single-query pooling: training's fast path for the
-kinds that are the pooling over their inputs (sink, multihead, posenc).
+"""Hand-derived gradients of the single-query pooling over any inputs: training's fast
+path for posenc, whose steps carry p (sink and multihead, over the lesson's inputs,
+take the lesson's cheaper moments: `lesson.moment_gradients`).
 
 Issue 23 asks for 1000 seeds of a grid cell in 60 s on 2 cores. Autograd through
 `pooling.runs_last_logits` kept some 30 (N, T, H, runs) temporaries an epoch; this
 keeps a handful, and every sum over examples and steps of an input channel is one
 matrix-vector product. Laid out like `runs_last_logits`: example-major, runs
 innermost. Per head h, with scores s_t = u_h . x_t, readouts z_t = v_h . x_t,
-weights a = softmax(s) (with the sink's value-less slot sigma when there is one),
-context c_h = sum_t a_t z_t, logit o = sum_h c_h + b and g = dL/do = (p(o) - y) / N
-(the lesson's clamp in p):
+weights a = softmax(s), context c_h = sum_t a_t z_t, logit o = sum_h c_h + b and
+g = dL/do = (p(o) - y) / N (the lesson's clamp in p):
 
-    dz_t = g a_t,  ds_t = g a_t (z_t - c_h),  dsigma = -g a_sigma c_h,
+    dz_t = g a_t,  ds_t = g a_t (z_t - c_h),
     du_h = sum_t ds_t x_t,  dv_h = sum_t dz_t x_t,  dx_t = sum_h ds_t u_h + dz_t v_h.
 
 Posenc pools over x_t + p_t: p enters as `offsets`, shared by every example, so its
@@ -35,7 +35,6 @@ class PoolingGradients:
     keys: torch.Tensor  # (H, S, C): dL/du_h
     values: torch.Tensor  # (H, S, C): dL/dv_h
     bias: torch.Tensor  # (S,)
-    sink: torch.Tensor | None  # (S,), with a sink
     offsets: torch.Tensor | None  # (T, S, C): dL/dp, when asked for
 
 
@@ -46,10 +45,9 @@ def runs_last_gradients(
     labels: torch.Tensor,
     offsets: torch.Tensor | None = None,
     offset_gradients: bool = False,
-    sink: torch.Tensor | None = None,
 ) -> PoolingGradients:
     """The logits and mean-BCE gradients of the pooling over inputs (N, T, C), plus
-    `offsets` (T, S or 1, C) at every example's steps when given; `sink` (S,)."""
+    `offsets` (T, S or 1, C) at every example's steps when given."""
     examples, steps, _ = inputs.shape
     xs = [x[:, :, None, None] for x in inputs.unbind(-1)]  # (N, T, 1, 1)
     keys = torch.stack([key_direction(head) for head in heads])  # (H, S, C)
@@ -59,12 +57,7 @@ def runs_last_gradients(
         ps = [p[:, None] for p in offsets.unbind(-1)]  # (T, 1, S or 1)
         scores += runs_last(keys, ps)
         readouts += runs_last(values, ps)
-    if sink is None:
-        weights, sink_weight = torch.softmax(scores, 1), None
-    else:
-        slot = sink.expand(examples, 1, len(heads), -1)  # (N, 1, H, S)
-        full = torch.softmax(torch.cat([scores, slot], 1), 1)
-        weights, sink_weight = full[:, :-1], full[:, -1]
+    weights = torch.softmax(scores, 1)
     contexts = (weights * readouts).sum(1)  # (N, H, S)
     logits = contexts.sum(1) + bias  # (N, S)
     dlogit = (probability(logits) - labels[:, None]) / examples  # (N, S)
@@ -88,10 +81,7 @@ def runs_last_gradients(
             doffsets = torch.einsum("ths,hsc->tsc", dscore_steps, keys) + torch.einsum(
                 "ths,hsc->tsc", dreadout_steps, values
             )
-    dsink = None
-    if sink_weight is not None:
-        dsink = -(dlogit * (sink_weight * contexts).sum(1)).sum(0)
-    return PoolingGradients(logits.T, dkeys, dvalues, dlogit.sum(0), dsink, doffsets)
+    return PoolingGradients(logits.T, dkeys, dvalues, dlogit.sum(0), doffsets)
 
 
 def head_gradients(

@@ -69,9 +69,10 @@ def train(
 ) -> tuple[Params, History]:
     """`epochs` simultaneous gradient steps of size `lr` for every run.
 
-    A kind with hand-derived gradients (`gradient_step`: the lesson, the kinds that
-    are the pooling, pipeline/models/pooling_gradients.py, and window's fused kernel
-    on the CPU) takes them unless `autograd`; the rest train through `train_autograd`.
+    A kind with hand-derived gradients (`gradient_step`: the lesson's moments, also
+    sink's and multihead's; posenc's pipeline/models/pooling_gradients.py; window's
+    fused kernel on the CPU) takes them unless `autograd`; the rest train through
+    `train_autograd`.
     With `check`, a run that reached NaN or inf raises DivergenceError; without, the
     caller looks at `finite_runs` itself (the seed study names the seeds).
     """
