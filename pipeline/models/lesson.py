@@ -23,13 +23,13 @@ from pipeline.models.attention import attention_weights, drop_steps_mask
 from pipeline.models.params import Layout, Params, lesson_layout
 from pipeline.models.pooling import (
     channels,
+    head_gradients,
     key_direction,
     lesson_head,
     probability,
     project,
     value_direction,
 )
-from pipeline.models.pooling_gradients import head_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:

@@ -13,9 +13,15 @@ import torch
 from pipeline.config import ModelConfig
 from pipeline.models.lesson import TrainingSet, moment_gradients
 from pipeline.models.params import CHANNELS, Layout, Params
-from pipeline.models.pooling import Head, channels, key_direction, runs_last_logits, value_direction
+from pipeline.models.pooling import (
+    Head,
+    channels,
+    head_gradients,
+    key_direction,
+    runs_last_logits,
+    value_direction,
+)
 from pipeline.models.pooling import attend as pool
-from pipeline.models.pooling_gradients import head_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:

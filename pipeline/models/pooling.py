@@ -56,6 +56,20 @@ def value_direction(head: Head) -> torch.Tensor:
     return torch.einsum("sic,si->sc", head.value_proj, head.readout)
 
 
+def head_gradients(
+    head: Head, dkey: torch.Tensor, dvalue: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dL/d(Wk, Wv, q, w) of one head from dL/d its key direction Wk^T q / sqrt(d_k)
+    and value direction Wv^T w (S, C) each."""
+    dkey = dkey / math.sqrt(head.query.shape[1])
+    return (
+        head.query[:, :, None] * dkey[:, None, :],
+        head.readout[:, :, None] * dvalue[:, None, :],
+        torch.einsum("sic,sc->si", head.key_proj, dkey),
+        torch.einsum("sic,sc->si", head.value_proj, dvalue),
+    )
+
+
 def total(terms: Iterable[torch.Tensor]) -> torch.Tensor:
     """t1 + t2 + ... in order, without `sum`'s extra pass for its 0 start."""
     terms = iter(terms)

@@ -21,7 +21,6 @@ tests/test_models.py checks every kind's gradients against autograd through
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import torch
@@ -82,17 +81,3 @@ def runs_last_gradients(
                 "ths,hsc->tsc", dreadout_steps, values
             )
     return PoolingGradients(logits.T, dkeys, dvalues, dlogit.sum(0), doffsets)
-
-
-def head_gradients(
-    head: Head, dkey: torch.Tensor, dvalue: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """dL/d(Wk, Wv, q, w) of one head from dL/d its key direction Wk^T q / sqrt(d_k)
-    and value direction Wv^T w (S, C) each."""
-    dkey = dkey / math.sqrt(head.query.shape[1])
-    return (
-        head.query[:, :, None] * dkey[:, None, :],
-        head.readout[:, :, None] * dvalue[:, None, :],
-        torch.einsum("sic,sc->si", head.key_proj, dkey),
-        torch.einsum("sic,sc->si", head.value_proj, dvalue),
-    )

@@ -10,9 +10,15 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models.params import CHANNELS, Layout, Params, lesson_layout
-from pipeline.models.pooling import POOLING_BLOCK, channels, lesson_head, runs_last_logits
+from pipeline.models.pooling import (
+    POOLING_BLOCK,
+    channels,
+    head_gradients,
+    lesson_head,
+    runs_last_logits,
+)
 from pipeline.models.pooling import attend as pool
-from pipeline.models.pooling_gradients import head_gradients, runs_last_gradients
+from pipeline.models.pooling_gradients import runs_last_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:

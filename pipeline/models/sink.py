@@ -15,13 +15,13 @@ from pipeline.models.params import Layout, Params, lesson_layout
 from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
     channels,
+    head_gradients,
     key_direction,
     lesson_head,
     project,
     runs_last_logits,
     value_direction,
 )
-from pipeline.models.pooling_gradients import head_gradients
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:

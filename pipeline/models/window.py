@@ -25,13 +25,13 @@ from pipeline.models.pooling import (
 )
 from pipeline.models.pooling import (
     channels,
+    head_gradients,
     key_direction,
     lesson_head,
     project,
     total,
     value_direction,
 )
-from pipeline.models.pooling_gradients import head_gradients
 
 # Runs per autograd pass of the compiled kernel: it keeps no (N, T, runs)
 # intermediates (it tiles its forward itself), and each pass costs a fixed ~3 ms of
