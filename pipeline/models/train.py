@@ -83,10 +83,9 @@ def train(
     block = interface.training_block(params, inputs)
     if block is None:  # the lesson's: one pass of all runs, on torch's threads
         params, history = descend(params, step, labels, epochs, lr)
-    else:  # a kernel with threads of its own (window's) takes its blocks in turn
-        size, own_threads = block
-        threads = 1 if own_threads else torch.get_num_threads()
-        params, history = descend_blocks(params, step, labels, epochs, lr, size, threads)
+    else:
+        threads = blocks_threads(block, torch.get_num_threads())
+        params, history = descend_blocks(params, step, labels, epochs, lr, block[0], threads)
     if check:
         check_finite(history.loss, params, lr)
     return params, history
@@ -106,6 +105,13 @@ def descend(
         steps = [p - lr * g for p, g in zip(params.tensors(), gradients, strict=True)]
         params = params.with_tensors(steps)
     return params, History(loss, acc)
+
+
+def blocks_threads(block: tuple[int, bool], threads: int) -> int:
+    """Threads for a kind's blocks: one when its kernel has threads of its own (window's
+    takes its blocks in turn), else `threads` of our own."""
+    _, own_threads = block
+    return 1 if own_threads else threads
 
 
 def descend_blocks(
@@ -181,11 +187,10 @@ def train_autograd(
     keep_freed_memory()
     threads = torch.get_num_threads()
     step = autograd_step(inputs, labels, threads)
-    size, own_threads = interface.training_block(params, inputs) or (AUTOGRAD_BLOCK, False)
-    # A kernel with threads of its own (window's) runs its blocks one after another;
-    # otherwise the blocks go to threads of our own.
-    blocks_threads = 1 if own_threads else threads
-    params, history = descend_blocks(params, step, labels, epochs, lr, size, blocks_threads)
+    block = interface.training_block(params, inputs) or (AUTOGRAD_BLOCK, False)
+    params, history = descend_blocks(
+        params, step, labels, epochs, lr, block[0], blocks_threads(block, threads)
+    )
     if check:
         check_finite(history.loss, params, lr)
     return params, history

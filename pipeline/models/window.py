@@ -125,10 +125,8 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
     threads = torch.get_num_threads()
 
     def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        n, head = params.named, lesson_head(params)
-        key_dir, value_dir, layer_values = key_direction(head), value_direction(head), n["Wv_layer"]
-        beta = torch.einsum("scd,sc->sd", layer_values, key_dir)
-        gamma = torch.einsum("scd,sc->sd", layer_values, value_dir)
+        n, head, layer_values = params.named, lesson_head(params), params.named["Wv_layer"]
+        key_dir, value_dir, beta, gamma = kernel_directions(params)
         logits, dbilinear, dkey, dvalue, dbeta, dgamma, dbias = logits_and_gradients(
             layer_bilinear(params), key_dir, value_dir, beta, gamma, n["b"], inputs, labels,
             params.cfg.window, threads,
@@ -156,16 +154,20 @@ def training_logits(
         return attend(params, inputs)[0]
     from pipeline.models.window_kernel import WindowContext  # numba: 0.5 s to import
 
-    n, head = params.named, lesson_head(params)
-    key_dir, value_dir = key_direction(head), value_direction(head)
     context = WindowContext.apply(
         layer_bilinear(params),
-        key_dir,
-        value_dir,
-        torch.einsum("scd,sc->sd", n["Wv_layer"], key_dir),  # beta = Wv^T u_k
-        torch.einsum("scd,sc->sd", n["Wv_layer"], value_dir),  # gamma = Wv^T u_v
+        *kernel_directions(params),
         inputs,
         params.cfg.window,
         threads or torch.get_num_threads(),
     )
-    return context + n["b"][:, None]
+    return context + params.named["b"][:, None]
+
+
+def kernel_directions(params: Params) -> tuple[torch.Tensor, ...]:
+    """The kernel's u_k, u_v, beta = Wv^T u_k and gamma = Wv^T u_v: (S, C) each."""
+    head, layer_values = lesson_head(params), params.named["Wv_layer"]
+    key_dir, value_dir = key_direction(head), value_direction(head)
+    beta = torch.einsum("scd,sc->sd", layer_values, key_dir)
+    gamma = torch.einsum("scd,sc->sd", layer_values, value_dir)
+    return key_dir, value_dir, beta, gamma

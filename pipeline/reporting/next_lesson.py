@@ -20,10 +20,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline.analysis.faithfulness_names import RANDOM, competitors
+
 HEADS_TASK = "two_patterns"
 ORDER_TASKS = ("first_half", "rise")
 ATTENTION = "attention"
-RANDOM = "random"
 
 
 def ordered_cells(cells: list[dict]) -> list[dict]:
@@ -181,7 +182,7 @@ def faithfulness_row(cell: dict) -> dict:
         "random tau_loo": f"{explainers[RANDOM]['tau_loo']['mean']:.4f}",
     }
     best = max(
-        (name for name in explainers if name not in (RANDOM, "loo")),
+        competitors(list(explainers), "tau_loo"),
         key=lambda name: explainers[name]["tau_loo"]["mean"],
     )
     row["best tau_loo"] = f"{best} {explainers[best]['tau_loo']['mean']:.4f}"
