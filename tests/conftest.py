@@ -184,6 +184,16 @@ def store(tmp_path, store_template) -> str:
     return f"sqlite:///{path}"
 
 
+@pytest.fixture
+def torch_threads():
+    """set(n): torch's thread count for the test (workers compute on one), restored after."""
+    import torch
+
+    before = torch.get_num_threads()
+    yield torch.set_num_threads
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def default_cfg() -> Config:
     return validate(compose())

@@ -294,6 +294,17 @@ def test_battery_does_not_depend_on_batching(lesson, lesson_battery):
         assert values == pytest.approx(lesson_battery["2"][row], rel=1e-9, abs=1e-12)
 
 
+def test_battery_chunks_on_threads_give_the_bytes_of_one_thread(lesson, torch_threads):
+    args = (lesson.params, lesson.inputs, lesson.marked, lesson.seeds)
+    torch_threads(1)
+    one = faithfulness.battery_tensors(*args, seed_chunk=1)
+    torch_threads(2)
+    two = faithfulness.battery_tensors(*args, seed_chunk=1)
+    for row, metrics_of_row in one.items():
+        for metric, values in metrics_of_row.items():
+            assert torch.equal(values, two[row][metric]), (row, metric)
+
+
 def test_random_order_is_seeded_explicitly(lesson):
     args = (lesson.inputs.shape[0], 12)
     first = faithfulness.random_scores([1, 2], *args, order_seed=0, dtype=F64)

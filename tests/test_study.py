@@ -91,6 +91,18 @@ def test_chunk_size_changes_no_number(small_frame):
             assert four_summary[name][key] == pytest.approx(value, rel=1e-12, abs=1e-14)
 
 
+def test_chunks_on_threads_give_the_bytes_of_one_thread(small_frame, torch_threads):
+    """Chunks run on threads of their own, each on one torch thread: every number is
+    that of a single thread, byte for byte."""
+    cfg = study_cfg("study.chunk=2")
+    torch_threads(1)
+    one, one_summary = study.run(cfg, small_frame)
+    torch_threads(2)
+    two, two_summary = study.run(cfg, small_frame)
+    assert one.equals(two)
+    assert json.dumps(one_summary) == json.dumps(two_summary)
+
+
 def test_summary_is_deterministic_and_follows_its_definitions(small_frame):
     cfg = study_cfg()
     table, summary = study.run(cfg, small_frame)

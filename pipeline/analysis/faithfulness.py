@@ -48,6 +48,8 @@ random-order reference for every explainer's.
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import torch
 
@@ -57,6 +59,7 @@ from pipeline.config import FaithfulnessConfig
 from pipeline.models.interface import forward
 from pipeline.models.params import Params
 from pipeline.models.pooling import probability
+from pipeline.models.threads import run_jobs, workers
 
 # Ties for tau_b: values closer than this share of the example's largest |score|.
 # loo effects are differences of probabilities, so their rounding noise is
@@ -247,7 +250,9 @@ def battery_tensors(
     """{explainer: {metric: (S,)}} for the explainers (all by default) and `random`.
 
     Runs are processed `seed_chunk` at a time; every run and example of a chunk
-    goes through each explainer and each removal curve in one batched pass.
+    goes through each explainer and each removal curve in one batched pass. The
+    chunks run on threads of our own (pipeline/models/threads.py), each on one torch
+    thread: the numbers are those of OMP_NUM_THREADS=1.
     `rationale`: the marked steps (N,) or a bool (N, T) mask of the steps that
     decide each label.
     """
@@ -256,20 +261,21 @@ def battery_tensors(
     steps = inputs.shape[1]
     rationale = rationale_mask(rationale, steps)
     noise = random_scores(seeds, inputs.shape[0], steps, order_seed, inputs.dtype)
-    chunks: dict[str, dict[str, list[torch.Tensor]]] = {
-        row: {metric: [] for metric in METRICS} for row in rows
-    }
-    for start in range(0, params.runs, seed_chunk):
-        part = params.map(lambda t, start=start: t[start : start + seed_chunk])
+
+    def chunk(start: int) -> dict[str, dict[str, torch.Tensor]]:
+        part = params.map(lambda t: t[start : start + seed_chunk])
         scores = explain(part, inputs, sorted(set(names) | {"loo"}), n_steps)
         scores[RANDOM] = noise[start : start + seed_chunk].to(inputs.device)
-        for row in rows:
-            numbers = example_metrics(part, inputs, rationale, scores[row], scores["loo"])
-            for metric, values in run_means(numbers).items():
-                chunks[row][metric].append(values)
+        return {
+            row: run_means(example_metrics(part, inputs, rationale, scores[row], scores["loo"]))
+            for row in rows
+        }
+
+    starts = range(0, params.runs, seed_chunk)
+    chunks = run_jobs([partial(chunk, start) for start in starts], workers(len(starts)))
     return {
-        row: {metric: torch.cat(parts) for metric, parts in metrics.items()}
-        for row, metrics in chunks.items()
+        row: {metric: torch.cat([part[row][metric] for part in chunks]) for metric in METRICS}
+        for row in rows
     }
 
 

@@ -15,6 +15,7 @@ import io
 import json
 import sys
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -34,6 +35,7 @@ from pipeline.config import (
 from pipeline.errors import ConfigError, DivergenceError, PipelineError
 from pipeline.models import frames, interface
 from pipeline.models.params import to_flat
+from pipeline.models.threads import run_jobs, workers
 from pipeline.models.train import device_and_dtype, finite_runs, train
 
 # The per-seed numbers summary.json describes, in its order; all are means over
@@ -69,37 +71,26 @@ def train_seeds(
     """Train and evaluate `seeds`, cfg.study.chunk at a time.
 
     A chunk's runs do not interact, so the chunk size only bounds the memory
-    (numbers agree to float64 rounding). Seeds that diverge are all named. With
-    `heldout_only`, the values are held-out accuracy alone (the grid's shuffled
+    (numbers agree to float64 rounding). The chunks run on threads of our own, each
+    on one torch thread (pipeline/models/threads.py): a chunk's numbers are those of
+    OMP_NUM_THREADS=1, however many run at once. Seeds that diverge are all named.
+    With `heldout_only`, the values are held-out accuracy alone (the grid's shuffled
     control needs no more, and the ablations are most of an evaluation's time).
     """
     device, dtype = device_and_dtype(cfg.train)
-
-    train_inputs, train_labels, _ = frames.split_tensors(cfg, frame, "train", device, dtype)
+    train_split = frames.split_tensors(cfg, frame, "train", device, dtype)[:2]
     heldout = frames.split_tensors(cfg, frame, "heldout", device, dtype)
     size = cfg.study.chunk
     chunks = [seeds[start : start + size] for start in range(0, len(seeds), size)]
-    params, values, diverged = [], [], []
-    for chunk in tqdm(chunks, desc="study", unit="chunk", disable=not progress):
-        initial = interface.init_params(
-            cfg.data.seed, chunk, cfg.model, cfg.data.steps, dtype, device
-        )
-        trained, history = train(
-            initial, train_inputs, train_labels, cfg.train.epochs, cfg.train.lr, check=False
-        )
-        finite = finite_runs(history.loss, trained).tolist()
-        diverged += [seed for seed, ok in zip(chunk, finite, strict=True) if not ok]
-        if diverged:
-            continue  # the study fails; keep training only to name every diverged seed
-        if heldout_only:
-            logits, _ = interface.forward(trained, heldout[0])
-            chunk_values = {"heldout_accuracy": metrics.correct(logits, heldout[1])}
-        else:
-            chunk_values, _, _ = metrics.example_values(
-                trained, (train_inputs, train_labels), heldout, cfg.eval
-            )
-        params.append(to_flat(trained).cpu())
-        values.append({name: value.cpu() for name, value in chunk_values.items()})
+    with tqdm(total=len(chunks), desc="study", unit="chunk", disable=not progress) as bar:
+
+        def job(chunk: list[int]) -> tuple[list[int], torch.Tensor, dict[str, torch.Tensor]]:
+            result = train_chunk(cfg, chunk, train_split, heldout, heldout_only)
+            bar.update()
+            return result
+
+        results = run_jobs([partial(job, chunk) for chunk in chunks], workers(len(chunks)))
+    diverged = [seed for chunk_diverged, _, _ in results for seed in chunk_diverged]
     if diverged:
         named = ", ".join(map(str, diverged[:NAMED_DIVERGED]))
         more = ", ..." if len(diverged) > NAMED_DIVERGED else ""
@@ -109,9 +100,33 @@ def train_seeds(
         )
     return SeedRuns(
         seeds=list(seeds),
-        params=torch.cat(params),
-        values={name: torch.cat([chunk[name] for chunk in values]) for name in values[0]},
+        params=torch.cat([params for _, params, _ in results]),
+        values={name: torch.cat([v[name] for _, _, v in results]) for name in results[0][2]},
     )
+
+
+def train_chunk(
+    cfg: Config,
+    chunk: list[int],
+    train_split: tuple[torch.Tensor, torch.Tensor],
+    heldout: tuple[torch.Tensor, ...],
+    heldout_only: bool,
+) -> tuple[list[int], torch.Tensor, dict[str, torch.Tensor]]:
+    """One chunk of `train_seeds`: its diverged seeds, else its trained parameters
+    (S, P) and per-example values on the CPU."""
+    dtype, device = train_split[0].dtype, train_split[0].device
+    initial = interface.init_params(cfg.data.seed, chunk, cfg.model, cfg.data.steps, dtype, device)
+    trained, history = train(initial, *train_split, cfg.train.epochs, cfg.train.lr, check=False)
+    finite = finite_runs(history.loss, trained).tolist()
+    diverged = [seed for seed, ok in zip(chunk, finite, strict=True) if not ok]
+    if diverged:  # the study fails; no values, only the seeds to name
+        return diverged, torch.empty(0), {}
+    if heldout_only:
+        logits, _ = interface.forward(trained, heldout[0])
+        values = {"heldout_accuracy": metrics.correct(logits, heldout[1])}
+    else:
+        values, _, _ = metrics.example_values(trained, train_split, heldout, cfg.eval)
+    return [], to_flat(trained).cpu(), {name: value.cpu() for name, value in values.items()}
 
 
 def seeds_table(runs: SeedRuns, cfg: Config) -> pd.DataFrame:

@@ -16,6 +16,7 @@ from pipeline.config.schema import MAX_BYTES, Config, ModelConfig
 from pipeline.errors import ConfigError
 from pipeline.files import byte_size
 from pipeline.models import interface
+from pipeline.models.threads import workers
 
 DTYPE_BYTES = {"float64": 8, "float32": 4}
 DATA_CELL_BYTES = 96  # a (sequence, step) reading: Python float in its row, frame, tensor
@@ -70,13 +71,16 @@ def memory_terms(cfg: Config) -> list[MemoryTerm]:
     # for window the layer's keys, values, scores and weights of each offset.
     pooling = ("values", "model.heads" if heads > 1 else "", 2 + 2 * heads)
     layer = ("values", "model.window", interface.layer_values(model))
-    # Trained and evaluated together: all of train.seeds, or a study chunk.
+    # Trained and evaluated together: all of train.seeds, or the study chunks that
+    # run at once (one per thread, pipeline/models/threads.py).
     lesson_runs, chunk = len(cfg.train.seeds), min(study.chunk, study.seeds)
+    chunk *= workers(math.ceil(study.seeds / chunk))
     runs = (
         "runs",
         "train.seeds" if lesson_runs > chunk else "study.chunk",
         max(lesson_runs, chunk),
     )
+    battery_runs = BATTERY_RUNS * workers(math.ceil(study.seeds / BATTERY_RUNS))
     per_run = interface.parameter_count(model, data.steps)
     sizes = {"model.d_k": model.d_k, "model.d_v": model.d_v, "data.steps": data.steps}
     if heads > 1:
@@ -123,7 +127,7 @@ def memory_terms(cfg: Config) -> list[MemoryTerm]:
             "integrated gradients",
             (
                 ("ig_steps", "faithfulness.ig_steps", cfg.faithfulness.ig_steps),
-                ("runs", "", BATTERY_RUNS),
+                ("runs", "", battery_runs),
                 heldout,
                 steps,
                 ("values", "", 8 + 2 * heads + layer[2]),

@@ -5,7 +5,8 @@ threads, and under OMP_WAIT_POLICY=PASSIVE (pipeline/__init__.py) every parallel
 pays to wake them: 250 posenc seeds took 4.2 s that way, 2.4 s with spinning threads.
 Independent jobs (blocks of runs, a compiled kernel's ranges of runs) instead run
 whole in threads of their own, each on one torch thread: no wake-ups, and a job's
-numbers do not depend on how many threads there are.
+numbers do not depend on how many threads there are. A job that splits its own work
+(a chunk of seeds whose kind trains in blocks) runs it in turn: one level of threads.
 """
 
 from __future__ import annotations
@@ -13,22 +14,38 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
+from threading import current_thread
 from typing import TypeVar
 
 import torch
 
 Result = TypeVar("Result")
+PREFIX = "pipeline"  # our threads' names
+# Jobs at once at most: each holds its own temporaries (a study chunk's, a battery
+# chunk's), so memory grows with them; pipeline/config/memory.py counts them.
+MAX_WORKERS = 8
+
+
+def inside_job() -> bool:
+    return current_thread().name.startswith(PREFIX)
+
+
+def workers(jobs: int) -> int:
+    """Threads for `jobs` independent jobs: torch's thread count (OMP_NUM_THREADS), at
+    most one per job and MAX_WORKERS, and one inside a job of ours."""
+    return 1 if inside_job() else max(1, min(jobs, torch.get_num_threads(), MAX_WORKERS))
 
 
 @cache
 def _pool(threads: int) -> ThreadPoolExecutor:
-    return ThreadPoolExecutor(threads, thread_name_prefix="pipeline")
+    return ThreadPoolExecutor(threads, thread_name_prefix=PREFIX)
 
 
 def run_jobs(jobs: list[Callable[[], Result]], threads: int) -> list[Result]:
     """Every job's result, in order, computed on up to `threads` threads (torch's ops
-    in them on one thread each; the jobs must not share mutable state)."""
-    threads = max(1, min(threads, len(jobs)))
+    in them on one thread each; the jobs must not share mutable state). Inside a job
+    of ours, in turn (a pool thread waiting on its own pool could deadlock)."""
+    threads = 1 if inside_job() else max(1, min(threads, len(jobs)))
     previous = torch.get_num_threads()
     torch.set_num_threads(1)  # a pool thread keeps the count it first sees
     try:

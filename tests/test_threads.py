@@ -1,0 +1,48 @@
+"""Jobs on threads of our own (pipeline/models/threads.py): order, limits, nesting."""
+
+from __future__ import annotations
+
+import threading
+
+import torch
+
+from pipeline.models import threads
+
+
+def test_results_come_back_in_job_order(torch_threads):
+    torch_threads(2)
+    jobs = [lambda i=i: i * i for i in range(7)]
+    assert threads.run_jobs(jobs, 1) == threads.run_jobs(jobs, 3) == [i * i for i in range(7)]
+
+
+def test_jobs_run_on_our_threads_each_on_one_torch_thread(torch_threads):
+    torch_threads(2)
+
+    def where() -> tuple[bool, int]:
+        return threads.inside_job(), torch.get_num_threads()
+
+    assert threads.run_jobs([where] * 4, 2) == [(True, 1)] * 4
+    assert torch.get_num_threads() == 2  # the caller's count is restored
+
+
+def test_workers_follow_torch_threads_the_jobs_and_the_cap(torch_threads):
+    torch_threads(2)
+    assert (threads.workers(1), threads.workers(5)) == (1, 2)
+    torch_threads(1)
+    assert threads.workers(5) == 1
+    torch_threads(threads.MAX_WORKERS + 4)
+    assert threads.workers(100) == threads.MAX_WORKERS
+
+
+def test_a_job_that_splits_its_work_runs_it_in_turn(torch_threads):
+    """Nested jobs run on the job's own thread (a pool thread waiting on its own pool
+    would deadlock once every thread waits)."""
+    torch_threads(2)
+
+    def outer() -> set[str]:
+        inner = [lambda: threading.current_thread().name] * 3
+        assert threads.workers(3) == 1
+        return set(threads.run_jobs(inner, 2)) | {threading.current_thread().name}
+
+    names = threads.run_jobs([outer] * 4, 2)
+    assert all(len(group) == 1 for group in names)
