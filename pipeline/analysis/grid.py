@@ -1,7 +1,7 @@
 """The next lesson's grid: a seed distribution for each task x model cell.
 
 Every cell trains seeds 1..grid.seeds through the study's machinery
-(`study.train_seeds`: the same data, held-out split and training settings as the
+(`study.train_sets`: the same data, held-out split and training settings as the
 lesson, only the task's labels and the model differ), and reports the held-out
 accuracy distribution (mean with its multi-bootstrap interval, quantiles), the
 share of seeds that solve the task (held-out >= grid.solved), the majority
@@ -148,7 +148,11 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
     labels = heldout[1]
     positive = float(labels.mean())
     seeds = list(range(1, cfg.grid.seeds + 1))
-    runs = study.train_seeds(cell, frame, seeds)
+    ordered = getattr(tasks.task_module(task), "ORDERED", False)
+    sets = [(frame, False)]
+    if ordered:
+        sets.append((shuffled_steps(frame, cell.data.steps, cfg.grid.shuffle_seed), True))
+    runs, *controls = study.train_sets(cell, sets, seeds)  # the control on the same threads
     hand = capacity.hand_set_accuracy(
         task, variant, cfg.model, tuple(t.cpu() for t in heldout), cfg.data.threshold
     )
@@ -165,9 +169,7 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
         "per_seed_heldout_accuracy": runs.values["heldout_accuracy"].mean(-1).tolist(),
         "gap_to_hand_set": None if hand is None else hand - accuracy["mean"],
     }
-    if getattr(tasks.task_module(task), "ORDERED", False):
-        control = shuffled_steps(frame, cell.data.steps, cfg.grid.shuffle_seed)
-        shuffled = study.train_seeds(cell, control, seeds, heldout_only=True)
+    for shuffled in controls:
         document["shuffled"] = accuracy_summary(shuffled, cell, cfg.grid.solved)
         document["above_shuffled"] = paired_difference(
             runs.values["heldout_accuracy"], shuffled.values["heldout_accuracy"], cell

@@ -14,6 +14,7 @@ from __future__ import annotations
 import io
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -77,20 +78,34 @@ def train_seeds(
     With `heldout_only`, the values are held-out accuracy alone (the grid's shuffled
     control needs no more, and the ablations are most of an evaluation's time).
     """
+    return train_sets(cfg, [(frame, heldout_only)], seeds, progress)[0]
+
+
+def train_sets(
+    cfg: Config,
+    sets: list[tuple[pd.DataFrame, bool]],
+    seeds: list[int],
+    progress: bool = False,
+) -> list[SeedRuns]:
+    """`train_seeds` on each (frame, heldout_only) of `sets`, every chunk of every set
+    one job (the grid's cell and its shuffled control share the threads)."""
     device, dtype = device_and_dtype(cfg.train)
-    train_split = frames.split_tensors(cfg, frame, "train", device, dtype)[:2]
-    heldout = frames.split_tensors(cfg, frame, "heldout", device, dtype)
     size = cfg.study.chunk
     chunks = [seeds[start : start + size] for start in range(0, len(seeds), size)]
-    with tqdm(total=len(chunks), desc="study", unit="chunk", disable=not progress) as bar:
+    jobs = []
+    for frame, heldout_only in sets:
+        train_split = frames.split_tensors(cfg, frame, "train", device, dtype)[:2]
+        heldout = frames.split_tensors(cfg, frame, "heldout", device, dtype)
+        jobs += [partial(train_chunk, cfg, c, train_split, heldout, heldout_only) for c in chunks]
+    with tqdm(total=len(jobs), desc="study", unit="chunk", disable=not progress) as bar:
 
-        def job(chunk: list[int]) -> tuple[list[int], torch.Tensor, dict[str, torch.Tensor]]:
-            result = train_chunk(cfg, chunk, train_split, heldout, heldout_only)
+        def job(work: Callable[[], ChunkResult]) -> ChunkResult:
+            result = work()
             bar.update()
             return result
 
-        results = run_jobs([partial(job, chunk) for chunk in chunks], workers(len(chunks)))
-    diverged = [seed for chunk_diverged, _, _ in results for seed in chunk_diverged]
+        results = run_jobs([partial(job, work) for work in jobs], workers(len(jobs)))
+    diverged = sorted({seed for chunk_diverged, _, _ in results for seed in chunk_diverged})
     if diverged:
         named = ", ".join(map(str, diverged[:NAMED_DIVERGED]))
         more = ", ..." if len(diverged) > NAMED_DIVERGED else ""
@@ -98,11 +113,18 @@ def train_seeds(
             f"study diverged: seeds {named}{more} ({len(diverged)} of {len(seeds)}) reached "
             f"NaN or inf (train.lr={cfg.train.lr}); lower train.lr"
         )
-    return SeedRuns(
-        seeds=list(seeds),
-        params=torch.cat([params for _, params, _ in results]),
-        values={name: torch.cat([v[name] for _, _, v in results]) for name in results[0][2]},
-    )
+    per_set = [results[i : i + len(chunks)] for i in range(0, len(results), len(chunks))]
+    return [
+        SeedRuns(
+            seeds=list(seeds),
+            params=torch.cat([params for _, params, _ in part]),
+            values={name: torch.cat([v[name] for _, _, v in part]) for name in part[0][2]},
+        )
+        for part in per_set
+    ]
+
+
+ChunkResult = tuple[list[int], torch.Tensor, dict[str, torch.Tensor]]
 
 
 def train_chunk(
@@ -111,7 +133,7 @@ def train_chunk(
     train_split: tuple[torch.Tensor, torch.Tensor],
     heldout: tuple[torch.Tensor, ...],
     heldout_only: bool,
-) -> tuple[list[int], torch.Tensor, dict[str, torch.Tensor]]:
+) -> ChunkResult:
     """One chunk of `train_seeds`: its diverged seeds, else its trained parameters
     (S, P) and per-example values on the CPU."""
     dtype, device = train_split[0].dtype, train_split[0].device
