@@ -46,3 +46,20 @@ def test_a_job_that_splits_its_work_runs_it_in_turn(torch_threads):
 
     names = threads.run_jobs([outer] * 4, 2)
     assert all(len(group) == 1 for group in names)
+
+
+def test_a_lone_job_runs_here_and_leaves_the_threads_to_its_own_jobs(torch_threads):
+    """One job runs in the caller's thread on one torch thread; blocks of its own
+    (a kind's passes, the window kernel's tiles) may still take torch's count."""
+    torch_threads(2)
+
+    def lone() -> tuple[bool, int, int, int]:
+        return (
+            threads.inside_job(),
+            torch.get_num_threads(),
+            threads.available(),
+            threads.workers(4),
+        )
+
+    assert threads.run_jobs([lone], 2) == [(False, 1, 2, 2)]
+    assert (torch.get_num_threads(), threads.available()) == (2, 2)

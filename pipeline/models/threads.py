@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from threading import current_thread
+from threading import current_thread, local
 from typing import TypeVar
 
 import torch
@@ -24,16 +24,26 @@ PREFIX = "pipeline"  # our threads' names
 # Jobs at once at most: each holds its own temporaries (a study chunk's, a battery
 # chunk's), so memory grows with them; pipeline/config/memory.py counts them.
 MAX_WORKERS = 8
+_in_turn = local()  # `threads`: the count set aside while this thread runs jobs in turn
 
 
 def inside_job() -> bool:
     return current_thread().name.startswith(PREFIX)
 
 
+def available() -> int:
+    """Threads for our jobs here: one inside a job of ours; else torch's thread count
+    (OMP_NUM_THREADS) as the caller had it, also while a lone job runs in turn here
+    (its own blocks of runs may then take the threads)."""
+    if inside_job():
+        return 1
+    return getattr(_in_turn, "threads", None) or torch.get_num_threads()
+
+
 def workers(jobs: int) -> int:
-    """Threads for `jobs` independent jobs: torch's thread count (OMP_NUM_THREADS), at
-    most one per job and MAX_WORKERS, and one inside a job of ours."""
-    return 1 if inside_job() else max(1, min(jobs, torch.get_num_threads(), MAX_WORKERS))
+    """Threads for `jobs` independent jobs: `available`, at most one per job and
+    MAX_WORKERS."""
+    return max(1, min(jobs, available(), MAX_WORKERS))
 
 
 @cache
@@ -46,11 +56,13 @@ def run_jobs(jobs: list[Callable[[], Result]], threads: int) -> list[Result]:
     in them on one thread each; the jobs must not share mutable state). Inside a job
     of ours, in turn (a pool thread waiting on its own pool could deadlock)."""
     threads = 1 if inside_job() else max(1, min(threads, len(jobs)))
-    previous = torch.get_num_threads()
+    previous, set_aside = torch.get_num_threads(), getattr(_in_turn, "threads", None)
     torch.set_num_threads(1)  # a pool thread keeps the count it first sees
     try:
         if threads == 1:
+            _in_turn.threads = set_aside or previous
             return [job() for job in jobs]
         return list(_pool(threads).map(lambda job: job(), jobs))
     finally:
+        _in_turn.threads = set_aside
         torch.set_num_threads(previous)

@@ -23,7 +23,7 @@ from pipeline.errors import ConfigError, DivergenceError
 from pipeline.models import interface
 from pipeline.models.params import Params, to_flat
 from pipeline.models.pooling import probability
-from pipeline.models.threads import run_jobs
+from pipeline.models.threads import available, run_jobs
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def train(
     if block is None:  # the lesson's: one pass of all runs, on torch's threads
         params, history = descend(params, step, labels, epochs, lr)
     else:
-        threads = blocks_threads(block, torch.get_num_threads())
+        threads = blocks_threads(block, available())
         params, history = descend_blocks(params, step, labels, epochs, lr, block[0], threads)
     if check:
         check_finite(history.loss, params, lr)
@@ -185,7 +185,7 @@ def train_autograd(
     (`interface.training_logits`): the definition of training, for every kind
     (`train` documents the arguments)."""
     keep_freed_memory()
-    threads = torch.get_num_threads()
+    threads = available()
     step = autograd_step(inputs, labels, threads)
     block = interface.training_block(params, inputs) or (AUTOGRAD_BLOCK, False)
     params, history = descend_blocks(

@@ -32,6 +32,7 @@ from pipeline.models.pooling import (
     total,
     value_direction,
 )
+from pipeline.models.threads import available
 
 # Runs per autograd pass of the compiled kernel: it keeps no (N, T, runs)
 # intermediates (it tiles its forward itself), and each pass costs a fixed ~3 ms of
@@ -122,7 +123,7 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
         return None
     from pipeline.models.window_kernel import logits_and_gradients  # numba: 0.5 s to import
 
-    threads = torch.get_num_threads()
+    threads = available()
 
     def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
         n, head, layer_values = params.named, lesson_head(params), params.named["Wv_layer"]
@@ -149,7 +150,7 @@ def training_logits(
     params: Params, inputs: torch.Tensor, threads: int | None = None
 ) -> torch.Tensor:
     """The logits (S, N) of `attend` on inputs (N, T, C): the compiled kernel on the
-    CPU, `attend` itself elsewhere (`threads`: the kernel's, default torch's count)."""
+    CPU, `attend` itself elsewhere (`threads`: the kernel's, default `threads.available`)."""
     if training_block(inputs) is None:
         return attend(params, inputs)[0]
     from pipeline.models.window_kernel import WindowContext  # numba: 0.5 s to import
@@ -159,7 +160,7 @@ def training_logits(
         *kernel_directions(params),
         inputs,
         params.cfg.window,
-        threads or torch.get_num_threads(),
+        threads or available(),
     )
     return context + params.named["b"][:, None]
 
