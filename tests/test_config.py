@@ -457,6 +457,21 @@ def test_the_lesson_every_variant_and_a_large_study_fit(overrides):
     assert estimated_bytes(validate(compose(overrides))) < MAX_BYTES / 2
 
 
+def test_the_memory_estimate_counts_the_chunks_that_run_at_once(torch_threads):
+    """Chunks on threads of our own hold their temporaries at once: two threads, two
+    study chunks (the lesson's 1000 seeds are four); one chunk, one set."""
+    from pipeline.config.memory import memory_terms
+
+    def term(name: str, threads: int, *overrides: str) -> int:
+        torch_threads(threads)
+        terms = memory_terms(validate(compose(list(overrides)), sizes=False))
+        return next(t.bytes for t in terms if t.what == name)
+
+    for name in ("training", "step ablation", "integrated gradients"):
+        assert term(name, 2) == 2 * term(name, 1), name
+    assert term("training", 2, "study.seeds=250") == term("training", 1, "study.seeds=250")
+
+
 def test_the_memory_estimate_counts_what_the_pipeline_allocates():
     from pipeline.analysis import faithfulness
     from pipeline.config.memory import BATTERY_RUNS
