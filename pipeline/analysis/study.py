@@ -51,6 +51,8 @@ SUMMARIZED = (
 )
 NAMED_DIVERGED = 20  # seeds listed in a divergence error; the count is always given
 SHARD_FILE = "shard.pt"  # what a study.shard job writes into its Hydra run directory
+# A trained chunk: its diverged seeds, else its flat parameters and per-example values.
+ChunkResult = tuple[list[int], torch.Tensor, dict[str, torch.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -124,9 +126,6 @@ def train_sets(
     ]
 
 
-ChunkResult = tuple[list[int], torch.Tensor, dict[str, torch.Tensor]]
-
-
 def train_chunk(
     cfg: Config,
     chunk: list[int],
@@ -134,7 +133,7 @@ def train_chunk(
     heldout: tuple[torch.Tensor, ...],
     heldout_only: bool,
 ) -> ChunkResult:
-    """One chunk of `train_seeds`: its diverged seeds, else its trained parameters
+    """One chunk of `train_sets`: its diverged seeds, else its trained parameters
     (S, P) and per-example values on the CPU."""
     dtype, device = train_split[0].dtype, train_split[0].device
     initial = interface.init_params(cfg.data.seed, chunk, cfg.model, cfg.data.steps, dtype, device)

@@ -74,11 +74,11 @@ def memory_terms(cfg: Config) -> list[MemoryTerm]:
     # Trained and evaluated together: all of train.seeds, or the study chunks that
     # run at once (one per thread, pipeline/models/threads.py).
     lesson_runs, chunk = len(cfg.train.seeds), min(study.chunk, study.seeds)
-    chunk *= workers(math.ceil(study.seeds / chunk))
+    study_runs = chunk * workers(math.ceil(study.seeds / chunk))
     runs = (
         "runs",
-        "train.seeds" if lesson_runs > chunk else "study.chunk",
-        max(lesson_runs, chunk),
+        "train.seeds" if lesson_runs > study_runs else "study.chunk",
+        max(lesson_runs, study_runs),
     )
     battery_runs = BATTERY_RUNS * workers(math.ceil(study.seeds / BATTERY_RUNS))
     per_run = interface.parameter_count(model, data.steps)

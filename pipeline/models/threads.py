@@ -3,10 +3,12 @@
 Training's small batched ops (50 runs a pass) gain little from torch's intra-op
 threads, and under OMP_WAIT_POLICY=PASSIVE (pipeline/__init__.py) every parallel op
 pays to wake them: 250 posenc seeds took 4.2 s that way, 2.4 s with spinning threads.
-Independent jobs (blocks of runs, a compiled kernel's ranges of runs) instead run
-whole in threads of their own, each on one torch thread: no wake-ups, and a job's
-numbers do not depend on how many threads there are. A job that splits its own work
-(a chunk of seeds whose kind trains in blocks) runs it in turn: one level of threads.
+Independent jobs (the study's and the battery's chunks of runs, a kind's blocks, a
+compiled kernel's tiles) instead run whole in threads of their own, each on one
+torch thread: no wake-ups, and a job's numbers do not depend on how many threads
+there are. One level of threads: a job that splits its own work (a chunk of seeds
+whose kind trains in blocks) runs it in turn; a lone job, run in the caller's
+thread, leaves the threads to its own blocks.
 """
 
 from __future__ import annotations
