@@ -106,8 +106,8 @@ def training_logits(
 
 
 def training_block(params: Params, inputs: torch.Tensor) -> tuple[int, bool] | None:
-    """(runs per autograd pass, whether the kind computes on threads of its own),
-    or None for the default."""
+    """(runs per training pass, whether the kind computes on threads of its own), or
+    None for the default: the fast path's one pass, autograd's `train.AUTOGRAD_BLOCK`."""
     kind = kind_module(params.cfg.kind)
     return kind.training_block(inputs) if hasattr(kind, "training_block") else None
 

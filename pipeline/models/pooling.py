@@ -23,11 +23,6 @@ import torch
 from pipeline.models.attention import attention_weights, drop_steps_mask
 from pipeline.models.params import Params
 
-# Runs per pass of training on the CPU for posenc (pipeline/models/pooling_gradients.py):
-# a pass's (N, T, heads, runs) temporaries stay in cache (measured on the 2-core
-# machine: 250 posenc seeds 2.4 s in passes of 50 or 100, 2.8 s in passes of 25).
-POOLING_BLOCK = 50
-
 
 @dataclass(frozen=True)
 class Head:

@@ -42,20 +42,19 @@ def runs_last_gradients(
     heads: list[Head],
     bias: torch.Tensor,
     labels: torch.Tensor,
-    offsets: torch.Tensor | None = None,
-    offset_gradients: bool = False,
+    offsets: torch.Tensor,
+    offset_gradients: bool,
 ) -> PoolingGradients:
-    """The logits and mean-BCE gradients of the pooling over inputs (N, T, C), plus
-    `offsets` (T, S or 1, C) at every example's steps when given."""
+    """The logits and mean-BCE gradients of the pooling over inputs (N, T, C) plus
+    `offsets` (T, S or 1, C) at every example's steps; dL/doffsets if asked for."""
     examples, steps, _ = inputs.shape
     xs = [x[:, :, None, None] for x in inputs.unbind(-1)]  # (N, T, 1, 1)
     keys = torch.stack([key_direction(head) for head in heads])  # (H, S, C)
     values = torch.stack([value_direction(head) for head in heads])
     scores, readouts = runs_last(keys, xs), runs_last(values, xs)  # (N, T, H, S)
-    if offsets is not None:
-        ps = [p[:, None] for p in offsets.unbind(-1)]  # (T, 1, S or 1)
-        scores += runs_last(keys, ps)
-        readouts += runs_last(values, ps)
+    ps = [p[:, None] for p in offsets.unbind(-1)]  # (T, 1, S or 1)
+    scores += runs_last(keys, ps)
+    readouts += runs_last(values, ps)
     weights = torch.softmax(scores, 1)
     contexts = (weights * readouts).sum(1)  # (N, H, S)
     logits = contexts.sum(1) + bias  # (N, S)
@@ -71,13 +70,12 @@ def runs_last_gradients(
         return torch.stack(sums, -1).view(*grad.shape[2:], -1)
 
     dkeys, dvalues = channel_sums(dscores), channel_sums(dreadouts)
+    dscore_steps, dreadout_steps = dscores.sum(0), dreadouts.sum(0)  # (T, H, S)
+    dkeys += torch.stack([(dscore_steps * p).sum(0) for p in ps], -1)
+    dvalues += torch.stack([(dreadout_steps * p).sum(0) for p in ps], -1)
     doffsets = None
-    if offsets is not None:
-        dscore_steps, dreadout_steps = dscores.sum(0), dreadouts.sum(0)  # (T, H, S)
-        dkeys += torch.stack([(dscore_steps * p).sum(0) for p in ps], -1)
-        dvalues += torch.stack([(dreadout_steps * p).sum(0) for p in ps], -1)
-        if offset_gradients:
-            doffsets = torch.einsum("ths,hsc->tsc", dscore_steps, keys) + torch.einsum(
-                "ths,hsc->tsc", dreadout_steps, values
-            )
+    if offset_gradients:
+        doffsets = torch.einsum("ths,hsc->tsc", dscore_steps, keys) + torch.einsum(
+            "ths,hsc->tsc", dreadout_steps, values
+        )
     return PoolingGradients(logits.T, dkeys, dvalues, dlogit.sum(0), doffsets)

@@ -3,8 +3,9 @@
 The definition, for every model kind: torch autograd through the kind's forward
 (`interface.training_logits`, the forward laid out for speed), with the lesson's
 clamp of the logit to [-30, 30] in the probability (`train_autograd`). A kind may
-bring a fast path: the lesson's hand-derived gradients (`lesson.gradient_step`),
-the window kind's compiled layer and pooling (`window.training_logits`);
+bring a fast path (`gradient_step`): the lesson's hand-derived gradients (also
+sink's and multihead's), posenc's (pipeline/models/pooling_gradients.py), the
+window kind's fused compiled step (`window.gradient_step`);
 tests/test_train.py and tests/test_models.py check them against the definition.
 """
 
@@ -81,7 +82,7 @@ def train(
         return train_autograd(params, inputs, labels, epochs, lr, check)
     keep_freed_memory()
     block = interface.training_block(params, inputs)
-    if block is None:  # the lesson's: one pass of all runs, on torch's threads
+    if block is None:  # lesson, sink, multihead: one pass of all runs, on torch's threads
         params, history = descend(params, step, labels, epochs, lr)
     else:
         threads = blocks_threads(block, available())
@@ -145,7 +146,7 @@ def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 # passes are bound by memory bandwidth: with 50 runs they stay in cache (measured on
 # the 2-core machine, multihead: 40 ms per epoch of 250 runs in blocks of 50, 73 ms
 # in one block). Runs are independent, so the block changes no number beyond float
-# rounding. A kind may ask for its own (`training_block`: the window kernel).
+# rounding. A kind may ask for its own (`training_block`: posenc, the window kernel).
 AUTOGRAD_BLOCK = 50
 
 

@@ -34,9 +34,9 @@ from pipeline.models.pooling import (
 )
 from pipeline.models.threads import available
 
-# Runs per autograd pass of the compiled kernel: it keeps no (N, T, runs)
-# intermediates (it tiles its forward itself), and each pass costs a fixed ~3 ms of
-# Python and autograd: larger passes than `train.AUTOGRAD_BLOCK`.
+# Runs per training pass of the compiled kernel (the fused step's and autograd's): it
+# keeps no (N, T, runs) intermediates (it tiles its work itself), and each pass costs
+# a fixed ~3 ms of Python: larger passes than `train.AUTOGRAD_BLOCK`.
 KERNEL_BLOCK = 250
 
 
@@ -126,14 +126,14 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
     threads = available()
 
     def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        n, head, layer_values = params.named, lesson_head(params), params.named["Wv_layer"]
+        n, head, wv_layer = params.named, lesson_head(params), params.named["Wv_layer"]
         key_dir, value_dir, beta, gamma = kernel_directions(params)
         logits, dbilinear, dkey, dvalue, dbeta, dgamma, dbias = logits_and_gradients(
             layer_bilinear(params), key_dir, value_dir, beta, gamma, n["b"], inputs, labels,
             params.cfg.window, threads,
         )  # fmt: skip
-        dkey = dkey + torch.einsum("scd,sd->sc", layer_values, dbeta)
-        dvalue = dvalue + torch.einsum("scd,sd->sc", layer_values, dgamma)
+        dkey = dkey + torch.einsum("scd,sd->sc", wv_layer, dbeta)
+        dvalue = dvalue + torch.einsum("scd,sd->sc", wv_layer, dgamma)
         dbilinear = dbilinear / math.sqrt(n["Wq_layer"].shape[1])
         return logits, [
             *head_gradients(head, dkey, dvalue),

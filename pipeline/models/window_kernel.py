@@ -35,7 +35,6 @@ after an install compiles them, once, in about 3 s.
 from __future__ import annotations
 
 from functools import partial
-from itertools import pairwise
 
 import numpy as np
 import torch
@@ -193,23 +192,6 @@ def _backward_tile(x, beta_gamma, starts, dcontext, context, weights, alpha, rea
                 grads[3, r] += x1 * e1[r]
 
 
-def _over_tiles(task, tiles: list[tuple[int, int]], threads: int) -> None:
-    """task(first, last) for every tile, the tiles split over `threads` threads of our
-    own (the compiled loops release the GIL): each tile's own exp runs in its thread."""
-    threads = max(1, min(threads, len(tiles)))
-    bounds = [len(tiles) * i // threads for i in range(threads + 1)]
-
-    def job(part: list[tuple[int, int]]) -> None:
-        for first, last in part:
-            task(first, last)
-
-    run_jobs([partial(job, tiles[a:b]) for a, b in pairwise(bounds)], threads)
-
-
-def _tiles(runs: int) -> list[tuple[int, int]]:
-    return [(first, min(runs, first + TILE)) for first in range(0, runs, TILE)]
-
-
 def _forward_tile(
     x: np.ndarray, layer: np.ndarray, directions: np.ndarray, starts: np.ndarray
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -251,12 +233,10 @@ def logits_and_gradients(
     u_k, u_v, beta, gamma and b. A run's gradient needs only its own logits, so each
     tile runs its backward right after its forward, while its buffers are in cache
     (autograd through `WindowContext` keeps every tile's until the loss is known)."""
-    (examples, steps, channels), runs = inputs.shape, bilinear.shape[0]
-    if channels != CHANNELS:
-        raise ValueError(f"the window kernel reads {CHANNELS} channels, got {channels}")
-    starts, tiles = slot_starts(steps, window), _tiles(runs)
-    x = inputs.detach().contiguous().numpy()
-    layer, directions = _runs_last(bilinear), _runs_last(key_dir, value_dir, beta, gamma)
+    examples, runs = inputs.shape[0], bilinear.shape[0]
+    x, starts, layer, directions = _kernel_inputs(
+        inputs, window, bilinear, key_dir, value_dir, beta, gamma
+    )
     beta_gamma, offsets = directions[4:], bias.detach().numpy()
     logits = torch.empty(runs, examples, dtype=inputs.dtype)
     dlogits = torch.empty_like(logits)
@@ -268,27 +248,54 @@ def logits_and_gradients(
         )
         tile_logits = context + torch.from_numpy(offsets[first:last])
         dlogit = (probability(tile_logits) - labels[:, None]) / examples  # (N, R)
-        part = np.empty((12, last - first))
-        _backward_tile(
-            x,
-            np.ascontiguousarray(beta_gamma[:, first:last]),
-            starts,
-            dlogit.numpy(),
-            context.numpy(),
-            weights.numpy(),
-            alpha.numpy(),
-            readouts.numpy(),
-            part,
+        grads[:, first:last] = _tile_backward(
+            x, beta_gamma[:, first:last], starts, dlogit, context, (weights, alpha, readouts)
         )
-        grads[:, first:last] = part
         logits[first:last] = tile_logits.T
         dlogits[first:last] = dlogit.T
 
-    _over_tiles(task, tiles, threads)
+    _over_tiles(task, runs, threads)
     dbias = dlogits.sum(1)  # over the whole (S, N): a tile's own sum would depend on its width
-    out = torch.from_numpy(grads.T.copy()).to(inputs.dtype)  # (S, 12)
-    dbilinear = out[:, :4].reshape(runs, CHANNELS, CHANNELS)
-    return logits, dbilinear, *(out[:, 4 + 2 * i : 6 + 2 * i].contiguous() for i in range(4)), dbias
+    return logits, *_unpacked(grads, inputs.dtype), dbias
+
+
+def _over_tiles(task, runs: int, threads: int) -> None:
+    """task(first, last) for every tile of `TILE` runs, on `threads` threads of our own
+    (the compiled loops release the GIL): each tile's own exp runs in its thread."""
+    tiles = [(first, min(runs, first + TILE)) for first in range(0, runs, TILE)]
+    run_jobs([partial(task, first, last) for first, last in tiles], threads)
+
+
+def _kernel_inputs(inputs: torch.Tensor, window: int, *tensors: torch.Tensor):
+    """x (N, T, C), the slot starts, and A (4, S) and the directions (8, S) runs last."""
+    steps, channels = inputs.shape[1:]
+    if channels != CHANNELS:
+        raise ValueError(f"the window kernel reads {CHANNELS} channels, got {channels}")
+    x = inputs.detach().contiguous().numpy()
+    return x, slot_starts(steps, window), _runs_last(tensors[0]), _runs_last(*tensors[1:])
+
+
+def _tile_backward(x, beta_gamma, starts, dcontext, context, buffers) -> np.ndarray:
+    """One tile's (12, R) gradients from its dcontext and context (N, R) and its
+    forward's buffers (weights, alpha, readouts)."""
+    part = np.empty((12, context.shape[1]))
+    _backward_tile(
+        x,
+        np.ascontiguousarray(beta_gamma),
+        starts,
+        dcontext.numpy(),
+        context.numpy(),
+        *(buffer.numpy() for buffer in buffers),
+        part,
+    )
+    return part
+
+
+def _unpacked(grads: np.ndarray, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """(12, S) gradients -> dA (S, C, C) and du_k, du_v, dbeta, dgamma (S, C)."""
+    out = torch.from_numpy(grads.T.copy()).to(dtype)  # (S, 12)
+    dbilinear = out[:, :4].reshape(-1, CHANNELS, CHANNELS)
+    return dbilinear, *(out[:, 4 + 2 * i : 6 + 2 * i].contiguous() for i in range(4))
 
 
 def _runs_last(*tensors: torch.Tensor) -> np.ndarray:
@@ -303,14 +310,10 @@ class WindowContext(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, bilinear, key_dir, value_dir, beta, gamma, inputs, window, threads):
-        (examples, steps, channels), runs = inputs.shape, bilinear.shape[0]
-        if channels != CHANNELS:
-            raise ValueError(f"the window kernel reads {CHANNELS} channels, got {channels}")
-        starts = slot_starts(steps, window)
-        tiles = _tiles(runs)
-        x = inputs.detach().contiguous().numpy()
-        layer = _runs_last(bilinear)  # (4, S)
-        directions = _runs_last(key_dir, value_dir, beta, gamma)  # (8, S)
+        examples, runs = inputs.shape[0], bilinear.shape[0]
+        x, starts, layer, directions = _kernel_inputs(
+            inputs, window, bilinear, key_dir, value_dir, beta, gamma
+        )
         context = torch.empty(runs, examples, dtype=inputs.dtype)
         saved: dict[int, tuple[torch.Tensor, ...]] = {}
 
@@ -321,8 +324,8 @@ class WindowContext(torch.autograd.Function):
             context[first:last] = tile_context.T
             saved[first] = (weights, alpha, readouts)
 
-        _over_tiles(task, tiles, threads)
-        ctx.threads, ctx.starts, ctx.tiles, ctx.buffers = threads, starts, tiles, saved
+        _over_tiles(task, runs, threads)
+        ctx.threads, ctx.starts, ctx.buffers = threads, starts, saved
         ctx.save_for_backward(inputs, beta, gamma, context)
         return context
 
@@ -335,24 +338,15 @@ class WindowContext(torch.autograd.Function):
         grads = np.empty((12, runs))
 
         def task(first: int, last: int) -> None:
-            weights, alpha, readouts = ctx.buffers[first]
-            part = np.empty((12, last - first))
-            _backward_tile(
+            grads[:, first:last] = _tile_backward(
                 x,
-                np.ascontiguousarray(beta_gamma[:, first:last]),
+                beta_gamma[:, first:last],
                 ctx.starts,
-                dcontext[first:last].detach().T.contiguous().numpy(),
-                context[first:last].detach().T.contiguous().numpy(),
-                weights.numpy(),
-                alpha.numpy(),
-                readouts.numpy(),
-                part,
+                dcontext[first:last].detach().T.contiguous(),
+                context[first:last].detach().T.contiguous(),
+                ctx.buffers[first],
             )
-            grads[:, first:last] = part
 
-        _over_tiles(task, ctx.tiles, ctx.threads)
+        _over_tiles(task, runs, ctx.threads)
         ctx.buffers = None
-        out = torch.from_numpy(grads.T.copy()).to(inputs.dtype)  # (S, 12)
-        dbilinear = out[:, :4].reshape(runs, CHANNELS, CHANNELS)
-        ddirections = [out[:, 4 + 2 * i : 6 + 2 * i].contiguous() for i in range(4)]
-        return dbilinear, *ddirections, None, None, None
+        return *_unpacked(grads, inputs.dtype), None, None, None
