@@ -16,10 +16,9 @@ METRICS = (
     "auprc",
 )
 RANDOM = "random"
-# Against the model's own behaviour: every task. Against the task's rationale (the
-# steps that decide the label): a task whose rationale singles out steps.
+# Against the model's own behaviour: every task. The rest score against the task's
+# rationale (the steps that decide the label): only where it singles out steps.
 MODEL_METRICS = METRICS[:4]
-RATIONALE_METRICS = METRICS[4:]
 
 
 # Which way is better, per metric: what "ranks first" means.

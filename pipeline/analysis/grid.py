@@ -20,7 +20,7 @@ focused on the marker (marker mass >= FOCUSED) and another spread (>= SPREAD).
 The faithfulness battery (pipeline/analysis/faithfulness.py) scores every
 explainer on the cell's first grid.faithfulness_seeds seeds, against the model and
 against the task's rationale (`rationale` of pipeline/tasks/: the steps that decide
-the label); only the metrics that apply to the task (`battery_metrics`).
+the label); only the metrics that apply to it (`battery_metrics`).
 """
 
 from __future__ import annotations
@@ -108,11 +108,10 @@ def heads_summary(mass: torch.Tensor, entropy: torch.Tensor) -> dict:
     }
 
 
-def battery_metrics(task: str) -> tuple[str, ...]:
-    """The battery's metrics that apply to a task: the rationale metrics only where its
-    rationale singles out steps (a task module's SINGLES_OUT_STEPS, default True)."""
-    singles_out = getattr(tasks.task_module(task), "SINGLES_OUT_STEPS", True)
-    return METRICS if singles_out else MODEL_METRICS
+def battery_metrics(rows: list[list[int]]) -> tuple[str, ...]:
+    """The battery's metrics that apply to a task's rationale rows (N, T): the rationale
+    metrics only where it singles out steps; against every step they are constant."""
+    return MODEL_METRICS if all(map(all, rows)) else METRICS
 
 
 def cell_battery(
@@ -133,7 +132,7 @@ def cell_battery(
         order_seed=cfg.faithfulness.order_seed,
     )
     summary = faithfulness.study_summary(table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
-    applies = battery_metrics(task)
+    applies = battery_metrics(rows)
     for row, numbers in summary["explainers"].items():
         summary["explainers"][row] = {m: numbers[m] for m in applies}
     return summary
@@ -148,9 +147,8 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
     labels = heldout[1]
     positive = float(labels.mean())
     seeds = list(range(1, cfg.grid.seeds + 1))
-    ordered = getattr(tasks.task_module(task), "ORDERED", False)
     sets = [(frame, False)]
-    if ordered:
+    if getattr(tasks.task_module(task), "ORDERED", False):
         sets.append((shuffled_steps(frame, cell.data.steps, cfg.grid.shuffle_seed), True))
     runs, *controls = study.train_sets(cell, sets, seeds)  # the control on the same threads
     hand = capacity.hand_set_accuracy(
@@ -169,7 +167,8 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
         "per_seed_heldout_accuracy": runs.values["heldout_accuracy"].mean(-1).tolist(),
         "gap_to_hand_set": None if hand is None else hand - accuracy["mean"],
     }
-    for shuffled in controls:
+    if controls:
+        (shuffled,) = controls
         document["shuffled"] = accuracy_summary(shuffled, cell, cfg.grid.solved)
         document["above_shuffled"] = paired_difference(
             runs.values["heldout_accuracy"], shuffled.values["heldout_accuracy"], cell

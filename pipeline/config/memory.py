@@ -54,6 +54,11 @@ class MemoryTerm:
         return f"{self.what}: " + " x ".join(f"{label} {value}" for label, _, value in self.factors)
 
 
+def at_once(chunk: int, runs: int) -> int:
+    """Runs in flight when `runs` go `chunk` at a time, one chunk per thread of ours."""
+    return chunk * workers(math.ceil(runs / chunk))
+
+
 def memory_terms(cfg: Config) -> list[MemoryTerm]:
     """The dominant allocations of a configuration, each a product of config sizes.
 
@@ -73,14 +78,14 @@ def memory_terms(cfg: Config) -> list[MemoryTerm]:
     layer = ("values", "model.window", interface.layer_values(model))
     # Trained and evaluated together: all of train.seeds, or the study chunks that
     # run at once (one per thread, pipeline/models/threads.py).
-    lesson_runs, chunk = len(cfg.train.seeds), min(study.chunk, study.seeds)
-    study_runs = chunk * workers(math.ceil(study.seeds / chunk))
+    lesson_runs = len(cfg.train.seeds)
+    study_runs = at_once(min(study.chunk, study.seeds), study.seeds)
     runs = (
         "runs",
         "train.seeds" if lesson_runs > study_runs else "study.chunk",
         max(lesson_runs, study_runs),
     )
-    battery_runs = BATTERY_RUNS * workers(math.ceil(study.seeds / BATTERY_RUNS))
+    battery_runs = at_once(BATTERY_RUNS, study.seeds)
     per_run = interface.parameter_count(model, data.steps)
     sizes = {"model.d_k": model.d_k, "model.d_v": model.d_v, "data.steps": data.steps}
     if heads > 1:

@@ -188,7 +188,7 @@ class PathsConfig:
     study_faithfulness_seeds: str = "reports/study/faithfulness.parquet"
     tracked_state: str = ".mlflow-state.json"
     grid: str = "reports/grid"  # one <task>-<variant>.json per cell of the next lesson
-    next_lesson: str = "reports/next_lesson"  # its report: next_lesson.md and figures
+    next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
 
 
 @dataclass

@@ -21,16 +21,28 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.analysis.faithfulness_names import RANDOM, competitors
+from pipeline.tasks import task_module
 
 HEADS_TASK = "two_patterns"
-ORDER_TASKS = ("first_half", "rise")
 ATTENTION = "attention"
 
 
 def ordered_cells(cells: list[dict]) -> list[dict]:
-    """The heads task first, then the order tasks, each in its cells' order."""
-    order = {task: i for i, task in enumerate((HEADS_TASK, *ORDER_TASKS))}
-    return sorted(cells, key=lambda c: (order.get(c["task"], len(order)), c["task"]))
+    """The heads task first, then the order tasks (a task module's ORDERED), each in
+    its cells' order."""
+
+    def rank(task: str) -> int:
+        return 0 if task == HEADS_TASK else 1 if getattr(task_module(task), "ORDERED", False) else 2
+
+    return sorted(cells, key=lambda c: (rank(c["task"]), c["task"]))
+
+
+def experiments(cells: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The heads experiment's cells and the order experiment's, in `ordered_cells`' order."""
+    cells = ordered_cells(cells)
+    return [c for c in cells if c["task"] == HEADS_TASK], [
+        c for c in cells if c["task"] != HEADS_TASK
+    ]
 
 
 def interval(summary: dict) -> str:
@@ -129,10 +141,10 @@ def order_reading(cells: list[dict]) -> list[str]:
         if cell["variant"] != "lesson" or "shuffled" not in cell:
             continue
         accuracy, task = cell["heldout_accuracy"], cell["task"]
-        above = accuracy["mean"] - cell["majority_baseline"]
+        lead = accuracy["mean"] - cell["majority_baseline"]
         ordered = cell["above_shuffled"]
         holds_zero = ordered["ci95_low"] <= 0 <= ordered["ci95_high"]
-        if above < 0.005:
+        if lead < 0.005:
             source = "it is no better than predicting the majority class"
         elif holds_zero:
             source = (
@@ -143,7 +155,7 @@ def order_reading(cells: list[dict]) -> list[str]:
             source = "that much owes to the order of the steps"
         lines.append(
             f"- **{task}, without positional encoding:** held-out {interval(accuracy)}, "
-            f"{above:+.4f} against the majority baseline {cell['majority_baseline']:.4f}, and "
+            f"{lead:+.4f} against the majority baseline {cell['majority_baseline']:.4f}, and "
             f"{interval(ordered)} above the shuffled-steps control"
             f"{' (the interval holds 0)' if holds_zero else ''}: {source}."
         )
@@ -239,9 +251,8 @@ def faithfulness_reading(cells: list[dict]) -> list[str]:
 
 def next_lesson_section(cells: list[dict], images: list[str]) -> str:
     """report.md's section: `images` are paths relative to report.md."""
-    cells = ordered_cells(cells)
-    heads = [c for c in cells if c["task"] == HEADS_TASK]
-    order = [c for c in cells if c["task"] != HEADS_TASK]
+    heads, order = experiments(cells)
+    cells = heads + order
     seeds = sorted({c["seeds"] for c in cells})
     battery_seeds = sorted({c["faithfulness"]["seeds"] for c in cells if "faithfulness" in c})
     lines = [

@@ -10,7 +10,7 @@ from pipeline import provenance
 from pipeline.config import Config, load_params
 from pipeline.config.cells import cell_config
 from pipeline.files import read_json, remove, write_bytes
-from pipeline.reporting.next_lesson import HEADS_TASK, ordered_cells
+from pipeline.reporting.next_lesson import experiments
 from pipeline.stages import entry
 
 
@@ -19,15 +19,12 @@ def main() -> None:
     from pipeline.reporting.figures import next_lesson_figures
 
     paths = sorted(Path(cfg.paths.grid).glob("*.json"))
-    cells = ordered_cells([read_json(path) for path in paths])
-    heads = [c for c in cells if c["task"] == HEADS_TASK]
-    pngs = next_lesson_figures(heads, [c for c in cells if c["task"] != HEADS_TASK])
+    pngs = next_lesson_figures(*experiments([read_json(path) for path in paths]))
     out = Path(cfg.paths.next_lesson)
     with provenance.publishing(cfg, "next_lesson"):
         for name, png in pngs.items():
             write_bytes(out / name, png)
-        if (out / "next_lesson.md").exists():  # an earlier version's, now in report.md
-            remove(out / "next_lesson.md")
+        remove(out / "next_lesson.md")  # an earlier version's, now in report.md
     if cfg.tracking.enabled:
         log(cfg, paths)
 

@@ -46,7 +46,7 @@ def run(
     if faithfulness is not None:
         lesson_seeds = [int(seed) for seed in faithfulness[0]["runs"]]
         rendered += figures.faithfulness_figures(faithfulness[2], lesson_seeds)
-    prefix = Path(os.path.relpath(cfg.paths.figures, Path(cfg.paths.report).parent)).as_posix()
+    prefix = from_report(cfg, cfg.paths.figures)
     images: dict[str, list[tuple[str, str]]] = {}
     for figure in rendered:
         images.setdefault(figure.section, []).append((figure.caption, f"{prefix}/{figure.name}"))
@@ -63,6 +63,11 @@ def run(
     return markdown, pngs, report.step_weights(steps)
 
 
+def from_report(cfg: Config, directory: str | Path) -> str:
+    """`directory` as report.md links to it: relative to report.md's folder."""
+    return Path(os.path.relpath(directory, Path(cfg.paths.report).parent)).as_posix()
+
+
 def next_lesson(cfg: Config) -> str:
     """The section "The next lesson" from the grid's cells, with the next_lesson
     stage's figures; none without cells."""
@@ -70,7 +75,7 @@ def next_lesson(cfg: Config) -> str:
     if not cells:
         return ""
     figures_dir = Path(cfg.paths.next_lesson)
-    prefix = Path(os.path.relpath(figures_dir, Path(cfg.paths.report).parent)).as_posix()
+    prefix = from_report(cfg, figures_dir)
     images = [f"{prefix}/{png.name}" for png in sorted(figures_dir.glob("*.png"))]
     return "\n" + next_lesson_section(cells, images)
 

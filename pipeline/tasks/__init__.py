@@ -6,9 +6,8 @@ offers, without torch:
 
 - `label(readings, marked, threshold) -> int`: the rule;
 - `rationale(marked, steps) -> list[int]`: the steps that decide the label (what
-  the faithfulness battery's marked-step metrics can be scored against);
-- `SINGLES_OUT_STEPS` (default True): False where the rationale is every step, so
-  the battery's rationale metrics (hit@1, rank, AUPRC) are constant and do not apply;
+  the faithfulness battery's rationale metrics are scored against; where it is
+  every step they are constant and the grid leaves them out);
 - a docstring with the rule, its rationale and which faithfulness metrics apply.
 
 A new task is one module plus one YAML in conf/task/.

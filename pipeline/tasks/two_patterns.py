@@ -14,8 +14,6 @@ constant (1, T, 1), so the grid's battery leaves them out.
 
 from __future__ import annotations
 
-SINGLES_OUT_STEPS = False  # the rationale is every step: hit@1, rank and AUPRC are constant
-
 
 def label(readings: list[float], marked: int, threshold: float) -> int:
     return int(readings[marked] > sum(readings) / len(readings))
