@@ -2,6 +2,11 @@
 
 import os
 
+from pipeline import kernels
+
+# Before anything imports torch or numba: the same kernel paths on every CPU.
+kernels.pin()
+
 # OpenMP threads that spin while waiting turn a busy 2-core machine into a 20x
 # slowdown of torch's many small batched ops (measured: a 500-seed study took
 # 186 s with spinning, 10 s without). Waiting passively costs the wake-ups of many

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import DiskFullError, OrphanedError
+from pipeline.precision import rounded, rounded_frame
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
     import pandas as pd
@@ -160,8 +161,10 @@ def write_text(path: Path, text: str) -> None:
     write_bytes(path, text.encode())
 
 
-def write_json(path: Path, document: dict) -> None:
-    write_text(path, json.dumps(document, indent=2) + "\n")
+def write_json(path: Path, document: dict, exact: bool = False) -> None:
+    """Every float at the written precision (pipeline/precision.py); `exact` for a
+    record of settings as they were given (provenance), which holds no result."""
+    write_text(path, json.dumps(document if exact else rounded(document), indent=2) + "\n")
 
 
 def require(path: Path) -> Path:
@@ -176,9 +179,10 @@ def read_json(path: Path) -> dict:
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
-    """The bytes write_parquet writes: the same for the same frame (DVC's md5)."""
+    """The bytes write_parquet writes, floats at the written precision: the same for
+    the same frame (DVC's md5)."""
     buffer = io.BytesIO()
-    frame.to_parquet(buffer, index=False, engine="pyarrow", compression="zstd")
+    rounded_frame(frame).to_parquet(buffer, index=False, engine="pyarrow", compression="zstd")
     return buffer.getvalue()
 
 
@@ -187,7 +191,7 @@ def write_parquet(path: Path, frame: pd.DataFrame) -> None:
 
 
 def write_csv(path: Path, frame: pd.DataFrame) -> None:
-    write_text(path, frame.to_csv(index=False, lineterminator="\n"))
+    write_text(path, rounded_frame(frame).to_csv(index=False, lineterminator="\n"))
 
 
 def read_csv(path: Path) -> pd.DataFrame:

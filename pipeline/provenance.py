@@ -23,6 +23,7 @@ from typing import Any
 
 import yaml
 
+from pipeline import kernels
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, to_container
 from pipeline.errors import ConfigError
 from pipeline.files import all_or_none, read_json, require, write_json
@@ -132,8 +133,9 @@ def write_record(cfg: Config, stage: str) -> None:
         "stage": stage,
         "params": stage_params(cfg, stage),
         "outputs": {path: sha256(path) for path in output_files(cfg, stage)},
+        "numeric": kernels.environment(),
     }
-    write_json(record_path(cfg, stage), document)
+    write_json(record_path(cfg, stage), document, exact=True)
 
 
 def upstream(cfg: Config, stage: str, root: Path = PROJECT_ROOT) -> dict[str, list[str]]:

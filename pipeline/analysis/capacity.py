@@ -18,6 +18,7 @@ from collections.abc import Callable
 
 import torch
 
+from pipeline import ties
 from pipeline.config import ModelConfig
 from pipeline.config.cells import variant_config
 from pipeline.models import interface
@@ -185,4 +186,4 @@ def hand_set_accuracy(
     inputs, labels, _ = heldout
     params = construction(variant_config(variant, base), inputs.shape[1], threshold)
     logits, _ = interface.forward(params, inputs)
-    return float(((logits[0] > 0) == (labels > 0.5)).double().mean())
+    return float((ties.above(logits[0], 0.0) == (labels > 0.5)).double().mean())

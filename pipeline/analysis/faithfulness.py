@@ -14,7 +14,7 @@ always stays, so k runs over 1..T-1.
 Faithfulness, against the model's own behaviour:
 - `tau_loo`: Kendall tau_b (scipy's definition, ties included) between the scores
   and the `loo` effects over the T steps (ferret's taucorr_loo). Two scores within
-  `TIE_RTOL` of the example's largest |score| tie (float noise is not an order).
+  float noise of the example's largest |score| tie (pipeline/ties.py).
   An example on which either vector is constant has no tau_b (scipy gives nan)
   and is left out of the mean.
 - `aopc_comprehensiveness`: (1 / (T-1)) sum_{k=1}^{T-1} [P(yhat | x) - P(yhat | x
@@ -53,6 +53,7 @@ from functools import partial
 import numpy as np
 import torch
 
+from pipeline import ties
 from pipeline.analysis.explainers import EXPLAINERS, IG_STEPS, explain
 from pipeline.analysis.faithfulness_names import HIGHER_IS_BETTER, METRICS, RANDOM, competitors
 from pipeline.config import FaithfulnessConfig
@@ -61,17 +62,6 @@ from pipeline.models.params import Params
 from pipeline.models.pooling import probability
 from pipeline.models.threads import run_jobs, workers
 
-# Ties for tau_b: values closer than this share of the example's largest |score|.
-# loo effects are differences of probabilities, so their rounding noise is
-# absolute, ~1e-16..1e-15: steps with identical inputs (repeated readings) get
-# effects ~1e-15 apart, and retraining in another batch (parameters 1e-15 apart)
-# reorders such near-ties, moving tau_loo by ~3e-5. From 1e-14 on, the battery
-# was batch-invariant on 128 study seeds; 1e-13 leaves a margin. Exact (rtol 0)
-# and this rule differ only on effects below ~1e-13 absolute (saturated P in
-# seed 2), whose order is at the float floor: seed 2's attention tau_loo reads
-# 0.0097 exactly, 0.0136 with this rule. Every explainer but loo separates its
-# distinct steps by > 3e-9 relative on the lesson, so only noise is merged.
-TIE_RTOL = 1e-13
 # Runs per batch. IG's (n_steps, runs, N, T, C) tensors are the largest: 16 runs
 # of the lesson (N = 180, T = 12) keep them near 28 MB in float64; larger chunks
 # were slower per run on 1-2 CPU threads (memory traffic), smaller ones add
@@ -83,8 +73,8 @@ SEED_CHUNK = 16
 
 
 def descending_order(scores: torch.Tensor) -> torch.Tensor:
-    """Step indices by descending score, ties by step index: (..., T) long."""
-    return torch.sort(scores, dim=-1, descending=True, stable=True).indices
+    """Step indices by descending score, ties (`pipeline.ties`) by step index: (..., T) long."""
+    return ties.descending_order(scores)
 
 
 def order_positions(order: torch.Tensor) -> torch.Tensor:
@@ -103,23 +93,14 @@ def top_k_masks(positions: torch.Tensor) -> torch.Tensor:
 # --- faithfulness ---------------------------------------------------------------------------
 
 
-def tie_aware_signs(x: torch.Tensor, tie_rtol: float) -> torch.Tensor:
-    """sign(x_i - x_j) over the last dim: (..., T, T); differences within tie_rtol of
-    the vector's largest |x| count as ties (0)."""
-    differences = x.unsqueeze(-1) - x.unsqueeze(-2)
-    tolerance = tie_rtol * x.abs().amax(-1)[..., None, None]
-    return torch.sign(differences) * (differences.abs() > tolerance)
-
-
-def kendall_tau_b(x: torch.Tensor, y: torch.Tensor, tie_rtol: float = TIE_RTOL) -> torch.Tensor:
+def kendall_tau_b(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """Kendall tau_b over the last dim, batched: (..., T) x2 -> (...).
 
     (n_c - n_d) / sqrt((n_0 - n_x) (n_0 - n_y)) with n_x, n_y the pairs tied in x,
     in y (scipy.stats.kendalltau's default variant). nan where x or y is constant.
-    With tie_rtol = 0 ties are exact, as in scipy; the default also ties values
-    closer than tie_rtol times the vector's largest |value| (see `TIE_RTOL`).
+    Ties are scipy's exact ties plus values closer than float noise (`ties.signs`).
     """
-    dx, dy = tie_aware_signs(x, tie_rtol), tie_aware_signs(y, tie_rtol)
+    dx, dy = ties.signs(x), ties.signs(y)
     # Over all ordered pairs: every pair counted twice, which the ratio cancels.
     concordance = (dx * dy).sum((-2, -1))
     untied = (dx.abs().sum((-2, -1)) * dy.abs().sum((-2, -1))).sqrt()
@@ -148,9 +129,9 @@ def aopc_and_flips(
 ) -> dict[str, torch.Tensor]:
     """Per-example comprehensiveness, sufficiency and flips for one order: (S, N) each."""
     logits, without_top, only_top = removal_curves(params, inputs, order)
-    predicted = logits > 0
+    predicted = ties.above(logits, 0.0)
     full = predicted_probability(logits, predicted)
-    flipped = (without_top > 0) != predicted  # (T-1, S, N)
+    flipped = ties.above(without_top, 0.0) != predicted  # (T-1, S, N)
     first_flip = flipped.to(torch.uint8).argmax(0) + 1
     steps = order.shape[-1]
     return {
@@ -174,7 +155,7 @@ def rationale_mask(rationale: torch.Tensor, steps: int) -> torch.Tensor:
 def hit_at_1(scores: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
     """1 where the first-max-wins top step is in the rationale: (S, N)."""
     mask = rationale_mask(rationale, scores.shape[-1]).expand(scores.shape)
-    return mask.gather(-1, scores.argmax(-1, keepdim=True)).squeeze(-1).to(scores.dtype)
+    return mask.gather(-1, ties.first_max(scores, keepdim=True)).squeeze(-1).to(scores.dtype)
 
 
 def marked_rank(scores: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
@@ -182,9 +163,9 @@ def marked_rank(scores: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
     steps scoring strictly above R's lowest step (one marked step m: 1 + the number
     of steps strictly above m, so a tie is not counted against it): (S, N)."""
     mask = rationale_mask(rationale, scores.shape[-1])
-    lowest = scores.masked_fill(~mask, float("inf")).amin(-1, keepdim=True)
-    above = ((scores > lowest) & ~mask).sum(-1)
-    return (mask.sum(-1) + above).to(scores.dtype)
+    # [.., j, r] > 0: s_j above s_r beyond a tie; above R's lowest = above some r of R.
+    above = ((ties.signs(scores) > 0) & mask[..., None, :]).any(-1) & ~mask
+    return (mask.sum(-1) + above.sum(-1)).to(scores.dtype)
 
 
 def average_precision(scores: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
@@ -192,7 +173,7 @@ def average_precision(scores: torch.Tensor, rationale: torch.Tensor) -> torch.Te
     r of #(rationale steps scoring >= r's) / #(steps scoring >= r's); with one marked
     step, 1 / #(score >= marked's): (S, N)."""
     mask = rationale_mask(rationale, scores.shape[-1])
-    at_least = scores[..., None, :] >= scores[..., :, None]  # [.., r, j]: s_j >= s_r
+    at_least = ties.signs(scores) <= 0  # [.., r, j]: s_j >= s_r, ties included
     precision = (at_least & mask[..., None, :]).sum(-1).to(scores.dtype) / at_least.sum(-1).to(
         scores.dtype
     )
@@ -331,8 +312,7 @@ def first_shares(table: dict[str, dict[str, torch.Tensor]]) -> dict:
     for metric, higher in HIGHER_IS_BETTER.items():
         rows = competitors(list(table), metric)
         values = torch.stack([table[row][metric] for row in rows])  # (E, S)
-        best = values.amax(0) if higher else values.amin(0)
-        firsts = (values == best).to(torch.float64).mean(1)
+        firsts = ties.at_max(values if higher else -values, dim=0).to(torch.float64).mean(1)
         for row, share in zip(rows, firsts.tolist(), strict=True):
             shares[row][metric] = share
     return shares

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pipeline import data, tasks
+from pipeline import data, tasks, ties
 from pipeline.analysis import capacity, faithfulness, metrics, stats, study
 from pipeline.analysis.faithfulness_names import METRICS, MODEL_METRICS
 from pipeline.config import Config
@@ -65,7 +65,7 @@ def accuracy_summary(runs: study.SeedRuns, cfg: Config, solved: float) -> dict:
         **stats.describe(per_seed),
         "ci95_low": low,
         "ci95_high": high,
-        "share_solved": float((per_seed >= solved).to(torch.float64).mean()),
+        "share_solved": float((~ties.below(per_seed, solved)).to(torch.float64).mean()),
     }
 
 
@@ -94,7 +94,7 @@ def head_numbers(
 
 def heads_summary(mass: torch.Tensor, entropy: torch.Tensor) -> dict:
     """Per head (in the order the model holds them) and whether the work is divided."""
-    focused, spread = mass >= FOCUSED, entropy >= SPREAD  # (S, H)
+    focused, spread = ~ties.below(mass, FOCUSED), ~ties.below(entropy, SPREAD)  # (S, H)
     other = ~torch.eye(mass.shape[1], dtype=torch.bool)  # head i focused, a different j spread
     divided = (focused[:, :, None] & spread[:, None, :] & other).any((1, 2))
     return {

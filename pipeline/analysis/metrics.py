@@ -1,7 +1,8 @@
 """What the lesson measures: accuracy, where the weights fall, and step ablation.
 
 Every function takes all runs at once: weights (S, N, T), effects (S, N, T),
-logits (S, N). "First max wins" on every argmax, as in the lesson.
+logits (S, N). Every argmax and threshold follows pipeline/ties.py: first max wins,
+as in the lesson, and values within float noise tie.
 
 Every model kind (pipeline/models/) gets every number: the weights are its
 pooling weights over the real steps (for multihead the mean over heads), the
@@ -16,6 +17,7 @@ import math
 
 import torch
 
+from pipeline import ties
 from pipeline.config import EvalConfig
 from pipeline.models import interface
 from pipeline.models.interface import forward
@@ -35,12 +37,12 @@ def marker_mass(weights: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
 
 def argmax_hit(weights: torch.Tensor, marked: torch.Tensor) -> torch.Tensor:
     """Share of examples whose largest weight sits on the marked step: (S,)."""
-    return (weights.argmax(-1) == marked).to(weights.dtype).mean(-1)
+    return (ties.first_max(weights) == marked).to(weights.dtype).mean(-1)
 
 
 def correct(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """1.0 where the prediction (logit > 0) is the label, else 0.0: (S, N)."""
-    return ((logits > 0) == (labels > 0.5)).to(logits.dtype)
+    """1.0 where the prediction (logit > 0, `ties.above`) is the label, else 0.0: (S, N)."""
+    return (ties.above(logits, 0.0) == (labels > 0.5)).to(logits.dtype)
 
 
 def ablation_effects(params: Params, inputs: torch.Tensor) -> torch.Tensor:
@@ -58,12 +60,12 @@ def ablation_effects(params: Params, inputs: torch.Tensor) -> torch.Tensor:
 
 def top_weight_effect(weights: torch.Tensor, effects: torch.Tensor) -> torch.Tensor:
     """Effect of dropping each example's highest-weight step: (S, N)."""
-    return effects.gather(-1, weights.argmax(-1, keepdim=True)).squeeze(-1)
+    return effects.gather(-1, ties.first_max(weights, keepdim=True)).squeeze(-1)
 
 
 def agrees(weights: torch.Tensor, effects: torch.Tensor) -> torch.Tensor:
     """1.0 where the highest-weight step is also the most effective one: (S, N)."""
-    return (weights.argmax(-1) == effects.argmax(-1)).to(weights.dtype)
+    return (ties.first_max(weights) == ties.first_max(effects)).to(weights.dtype)
 
 
 def agreement(weights: torch.Tensor, effects: torch.Tensor) -> torch.Tensor:
@@ -76,8 +78,8 @@ def high_weight_flags(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(S, N) booleans: the top weight exceeds cfg.high_weight, and that, with the top
     step's effect below cfg.low_effect."""
-    high = weights.amax(-1) > cfg.high_weight
-    return high, high & (top_weight_effect(weights, effects) < cfg.low_effect)
+    high = ties.above(weights.amax(-1), cfg.high_weight)
+    return high, high & ties.below(top_weight_effect(weights, effects), cfg.low_effect)
 
 
 # Per-seed numbers that are shares or means over examples, and those that count examples.
@@ -116,7 +118,7 @@ def example_values(
         "train_accuracy": correct(train_logits, train_labels),
         "heldout_accuracy": correct(logits, labels),
         "marker_mass": marked_weight(weights, marked),
-        "argmax_hit": (weights.argmax(-1) == marked).to(weights.dtype),
+        "argmax_hit": (ties.first_max(weights) == marked).to(weights.dtype),
         "weight_effect_agreement": agrees(weights, effects),
         "top_weight_effect": top_weight_effect(weights, effects),
         "high_weight": high,

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import torch
 
+from pipeline import ties
+
 QUANTILES = {"median": 0.5, "q05": 0.05, "q95": 0.95}
-GAP_TOLERANCE = 1e-9  # accuracies are multiples of 1/N: equal gaps may differ by rounding
+# Accuracies are multiples of 1/N: equal gaps may differ by rounding (pipeline/ties.py).
+GAP_TOLERANCE = ties.tolerance(1.0)
 
 
 def describe(values: torch.Tensor) -> dict[str, float]:

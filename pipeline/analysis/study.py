@@ -23,6 +23,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
+from pipeline import ties
 from pipeline.analysis import metrics, stats
 from pipeline.config import (
     NUMBER_GROUPS,
@@ -233,7 +234,7 @@ def summarize(runs: SeedRuns, cfg: Config, lesson: dict[int, float]) -> dict:
         low, high = intervals[name]
         document[name] = {**stats.describe(numbers[name]), "ci95_low": low, "ci95_high": high}
     heldout = numbers["heldout_accuracy"]
-    above_half = (numbers["marker_mass"] > 0.5).to(torch.float64).mean()
+    above_half = ties.above(numbers["marker_mass"], 0.5).to(torch.float64).mean()
     document["share_marker_mass_above_half"] = float(above_half)
     observed = metrics.across_seeds(list(lesson.values()))["seed_gap"]
     document["pair_gap"] = stats.pair_gap(heldout, observed)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 
+from pipeline import ties
 from pipeline.config import ModelConfig
 from pipeline.models.lesson import TrainingSet, moment_gradients
 from pipeline.models.params import CHANNELS, Layout, Params
@@ -95,5 +96,5 @@ def extra_values(params: Params, inputs: torch.Tensor, marked: torch.Tensor):
         head = weights[..., h, :]
         on_marked = head.gather(-1, marked.expand(head.shape[:-1]).unsqueeze(-1)).squeeze(-1)
         values[f"head_{h + 1}_marker_mass"] = on_marked
-        values[f"head_{h + 1}_argmax_hit"] = (head.argmax(-1) == marked).to(head.dtype)
+        values[f"head_{h + 1}_argmax_hit"] = (ties.first_max(head) == marked).to(head.dtype)
     return values

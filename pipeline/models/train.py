@@ -19,12 +19,14 @@ from functools import cache, partial
 import torch
 import torch.nn.functional as F
 
+from pipeline import ties
 from pipeline.config import TrainConfig
 from pipeline.errors import ConfigError, DivergenceError
 from pipeline.models import interface
 from pipeline.models.params import Params, to_flat
 from pipeline.models.pooling import probability
 from pipeline.models.threads import available, run_jobs
+from pipeline.precision import settle
 
 
 @dataclass(frozen=True)
@@ -55,8 +57,9 @@ def mean_bce(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 def accuracy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Share of examples with (logit > 0) == label, over the last dim."""
-    return ((logits > 0) == (labels > 0.5)).to(logits.dtype).mean(-1)
+    """Share of examples with (logit > 0) == label, over the last dim (`ties.above`:
+    a logit within float noise of 0 predicts 0)."""
+    return (ties.above(logits, 0.0) == (labels > 0.5)).to(logits.dtype).mean(-1)
 
 
 def train(
@@ -68,7 +71,9 @@ def train(
     check: bool = True,
     autograd: bool = False,
 ) -> tuple[Params, History]:
-    """`epochs` simultaneous gradient steps of size `lr` for every run.
+    """`epochs` simultaneous gradient steps of size `lr` for every run; the trained
+    parameters come back settled at the written precision (pipeline/precision.py),
+    the values every later computation and the parameters file share.
 
     A kind with hand-derived gradients (`gradient_step`: the lesson's moments, also
     sink's and multihead's; posenc's pipeline/models/pooling_gradients.py; window's
@@ -89,7 +94,7 @@ def train(
         params, history = descend_blocks(params, step, labels, epochs, lr, block[0], threads)
     if check:
         check_finite(history.loss, params, lr)
-    return params, history
+    return params.map(settle), history
 
 
 def descend(
@@ -194,7 +199,7 @@ def train_autograd(
     )
     if check:
         check_finite(history.loss, params, lr)
-    return params, history
+    return params.map(settle), history
 
 
 def autograd_step(inputs: torch.Tensor, labels: torch.Tensor, threads: int | None = None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, provenance
+from pipeline import data, provenance, ties
 from pipeline.analysis import metrics
 from pipeline.config import Config, load_params
 from pipeline.files import read_json, read_parquet, write_csv, write_json
@@ -21,7 +21,7 @@ def step_table(
 ) -> pd.DataFrame:
     """One row per (seed, held-out example, step): weight, ablation effect, flags."""
     runs, count, steps = weights.shape
-    top = torch.nn.functional.one_hot(weights.argmax(-1), steps).bool()
+    top = torch.nn.functional.one_hot(ties.first_max(weights), steps).bool()
     marked = torch.tensor(heldout["marked_step"].to_numpy())[:, None] == torch.arange(steps)
     return pd.DataFrame(
         {
