@@ -102,5 +102,5 @@ def test_bootstrap_interval_covers_a_known_mean():
 
 
 def test_share_strictly_below_ignores_rounding_ties():
-    values = torch.tensor([0.5, 0.6, 0.7 - 1e-12, 0.7, 0.9], dtype=torch.float64)
+    values = torch.tensor([0.5, 0.6, 0.7 - 1e-15, 0.7, 0.9], dtype=torch.float64)
     assert stats.share_strictly_below(values, 0.7) == 0.4

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import data, tracking
+from pipeline import data, precision, tracking
 from pipeline.analysis import study
 from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
 from pipeline.errors import PipelineError
@@ -78,7 +78,7 @@ def test_four_shards_merge_to_the_bytes_of_one_run(tmp_path):
     _, whole = study.run(cfg, data.generate(cfg.data))
     out = tmp_path / "merged.json"
     merge_study.main([str(tmp_path), "--out", str(out)])
-    assert out.read_bytes() == (json.dumps(whole, indent=2) + "\n").encode()
+    assert out.read_bytes() == (json.dumps(precision.rounded(whole), indent=2) + "\n").encode()
     assert set(whole["lesson_seeds"]) == {"2", "45"}
 
 
