@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -64,6 +66,14 @@ STAGE_OUTPUTS = [
     "reports/steps.csv",
     "reports/training.csv",
 ]
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """Teardown of a server a test started with start_new_session=True: SIGKILL to its
+    whole process group (the mlflow and uvicorn children too), pass or fail."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
 
 
 def write_records(cfg: Config, stages: list[str]) -> None:

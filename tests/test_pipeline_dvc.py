@@ -28,6 +28,7 @@ from tests.conftest import (
     STAGE_OUTPUTS,
     clone_project,
     git_commit,
+    kill_group,
     shrink_conf,
     small_overrides,
 )
@@ -374,6 +375,7 @@ def test_mlflow_server_serves_the_runs(repo):
         cwd=repo,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own group, killed whole in the teardown
     )
     base = f"http://127.0.0.1:{port}/api/2.0/mlflow"
     try:
@@ -398,8 +400,7 @@ def test_mlflow_server_serves_the_runs(repo):
         with urllib.request.urlopen(request, timeout=10) as response:
             runs = json.load(response)["runs"]
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        kill_group(server)
     served = {
         run["info"]["run_id"]: metric["value"]
         for run in runs

@@ -20,6 +20,7 @@ from pipeline.analysis import study
 from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
 from pipeline.errors import PipelineError
 from pipeline.tracking import history, merge_study
+from tests.conftest import kill_group
 
 SMALL = ["study.seeds=40", "study.chunk=10", "study.bootstrap=50", "train.epochs=20"]
 
@@ -268,7 +269,9 @@ def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
     root.chmod(0o755)
     port = free_port()
     command = [sys.executable, "-m", "pipeline.server", str(root / "store"), "--port", str(port)]
-    server = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         assert server.stdout.readline().startswith(f"tracking server: http://127.0.0.1:{port}")
         tracking.check_server(f"http://127.0.0.1:{port}")  # answers /health
@@ -279,7 +282,7 @@ def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
         postgres = subprocess.run(["pgrep", "-f", str(root)], capture_output=True, text=True)
         assert postgres.stdout == ""  # PostgreSQL stopped too
     finally:
-        server.kill()
+        kill_group(server)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -520,7 +523,9 @@ def test_check_server_fails_on_an_api_error_though_health_answers(status, fails)
 def start_server_command(store: Path, port: int) -> subprocess.Popen:
     """`python -m pipeline.server store --port port`, once it has printed its URI."""
     command = [sys.executable, "-m", "pipeline.server", str(store), "--port", str(port)]
-    server = subprocess.Popen(command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen(
+        command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     assert server.stdout.readline().startswith(f"tracking server: http://127.0.0.1:{port}")
     return server
 
@@ -571,7 +576,7 @@ def test_the_server_s_postgres_wants_the_secret_which_no_command_line_or_log_sho
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0
     finally:
-        server.kill()
+        kill_group(server)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -607,7 +612,7 @@ def test_a_second_server_on_the_folder_names_the_log_and_a_killed_one_leaves_not
         with pytest.raises(PipelineError, match=f"cannot reach MLflow tracking server {uri}"):
             tracking.check_server(uri)
     finally:
-        server.kill()
+        kill_group(server)
         shutil.rmtree(root, ignore_errors=True)
 
 

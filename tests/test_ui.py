@@ -22,6 +22,7 @@ from scripts.mlflow_ui import (
     show_chart_view,
     wait_for_gap_table,
 )
+from tests.conftest import kill_group
 from tests.test_tracking import committed_state
 
 pytestmark = pytest.mark.slow
@@ -90,6 +91,7 @@ def test_pipeline_ui_link_opens_the_gap_view_and_ctrl_c_stops_it(two_versions):
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own group, killed whole in the teardown
     )
     try:
         first = ui.stdout.readline()
@@ -109,7 +111,10 @@ def test_pipeline_ui_link_opens_the_gap_view_and_ctrl_c_stops_it(two_versions):
             assert_the_gap_of_each_version_shows(page)
     finally:
         ui.send_signal(signal.SIGINT)
-        out, _ = ui.communicate(timeout=60)
+        try:
+            out, _ = ui.communicate(timeout=60)
+        finally:
+            kill_group(ui)
     assert ui.returncode == 0 and out.strip().endswith("stopped")
     with pytest.raises(OSError):
         urllib.request.urlopen(health, timeout=5)
@@ -125,3 +130,43 @@ def test_pipeline_ui_without_a_store_says_what_to_run(tmp_path, monkeypatch):
         exit_.value.code
         == f"error: no MLflow store at {tmp_path / 'mlflow.db'}: run `dvc repro` first"
     )
+
+
+def test_the_servers_stop_on_sigint_even_when_started_with_it_ignored():
+    """A background job (`cmd &`, nohup) starts with SIGINT ignored, which Python keeps:
+    both commands install their own handlers, so SIGINT and SIGTERM still stop them."""
+    import signal
+    import subprocess
+    import sys
+
+    probe = (
+        "import signal, sys\n"
+        "from pipeline.tracking import serving\n"
+        "assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n"
+        "serving.stop_on_signals()\n"
+        "try:\n    print('ready', flush=True)\n    signal.pause()\n"
+        "except KeyboardInterrupt:\n    print('stopped')\n"
+    )
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        child = subprocess.Popen(
+            [sys.executable, "-c", probe],
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        )
+        try:
+            assert child.stdout.readline() == "ready\n"
+            child.send_signal(signum)
+            assert child.communicate(timeout=30)[0] == "stopped\n"
+        finally:
+            kill_group(child)
+
+
+def test_both_server_commands_take_the_signal_handlers():
+    import inspect
+
+    from pipeline.tracking import server, ui
+
+    assert "stop_on_signals()" in inspect.getsource(ui.main)
+    assert "stop_on_signals()" in inspect.getsource(server.main)

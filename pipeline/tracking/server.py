@@ -35,7 +35,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.tracking.serving import START_TIMEOUT_S, check_port_free, free_port, wait_serving
+from pipeline.tracking.serving import (
+    START_TIMEOUT_S,
+    check_port_free,
+    free_port,
+    stop_on_signals,
+    wait_serving,
+)
 
 DATABASE = "mlflow"  # the database and its owner, PostgreSQL's superuser
 PR_SET_PDEATHSIG = 1
@@ -277,6 +283,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"point jobs at it: tracking.uri={uri}  or  MLFLOW_TRACKING_URI={uri}")
             print("Ctrl-C stops it", flush=True)
             stop = {signal.SIGINT, signal.SIGTERM}
+            stop_on_signals()  # neither ignored, even in a background job
             signal.pthread_sigmask(signal.SIG_BLOCK, stop)  # after the servers started
             signal.sigwait(stop)
     except PipelineError as err:

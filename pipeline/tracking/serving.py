@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import socket
 import subprocess
 import time
@@ -19,6 +20,18 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 
 START_TIMEOUT_S = 60
+
+
+def _interrupt(signum: int, _frame) -> None:
+    raise KeyboardInterrupt  # SIGTERM too: the caller's finally stops what it started
+
+
+def stop_on_signals() -> None:
+    """SIGINT and SIGTERM raise KeyboardInterrupt, whatever this process inherited: a
+    shell starts a background job (`cmd &`, nohup) with SIGINT ignored, and Python
+    then installs no handler of its own, so Ctrl-C or `kill -INT` did nothing."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, _interrupt)
 
 
 def free_port() -> int:

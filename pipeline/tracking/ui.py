@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.tracking.serving import check_port_free, free_port, wait_serving
+from pipeline.tracking.serving import check_port_free, free_port, stop_on_signals, wait_serving
 
 START_TIMEOUT_S = 120
 UI_HOST = "mlflow.localhost"  # loopback, under a name the Assistant does not open on
@@ -88,10 +88,6 @@ def runs_url(base: str, experiment_id: str, mode: str = "TABLE", view: str | Non
     )
 
 
-def _stop(signum: int, _frame) -> None:
-    raise KeyboardInterrupt  # SIGTERM too stops the UI it started, through the finally
-
-
 def main(argv: list[str] | None = None) -> None:
     from pipeline.config import TrackingConfig
     from pipeline.tracking.store import experiment_id as find_experiment
@@ -110,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     if experiment_id is None:
         sys.exit(f"error: no experiment {args.experiment!r} in {store}: run `dvc repro` first")
     save_gap_view(f"sqlite:///{store}", experiment_id)
-    signal.signal(signal.SIGTERM, _stop)
+    stop_on_signals()
     try:
         if args.port:
             check_port_free("127.0.0.1", args.port)
