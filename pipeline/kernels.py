@@ -15,7 +15,8 @@ and FMA: Intel since 2013, AMD since 2015) can take:
 
 These override the caller's environment: a setting that changed the bytes would
 break the promise (docs/pipeline.md, "Bytes on any machine"). `PIN_OFF` lifts
-the pin for measurement only (benchmarks/bench_bytes.py), never for outputs.
+the pin, to measure what the written precision and the tie rule hold on their
+own (the same page); the provenance records then name the paths that ran.
 """
 
 from __future__ import annotations
