@@ -170,3 +170,47 @@ def verify_inputs(cfg: Config, stage: str) -> None:
                     f"{path} is not what the {name} stage last recorded (changed since, or "
                     f"half-published by a killed run): rerun `dvc repro --force -s {name}`"
                 )
+
+
+# --- the grid's cells: one file per cell, each carrying the params it was made from ---------
+
+
+def cell_path(folder: str, task: str, variant: str) -> Path:
+    return Path(folder) / f"{task}-{variant}.json"
+
+
+def grid_params(cfg: Config, root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """The params every grid@<cell> stage lists (dvc.yaml's foreach body), flattened,
+    as write_json writes them (the cell file holds them at the written precision)."""
+    from pipeline.precision import rounded
+
+    tree = to_container(cfg)
+    values: dict[str, Any] = {}
+    for name in stages(root)["grid"]["do"]["params"]:
+        node: Any = tree
+        for part in name.split("."):
+            node = node[part]
+        values.update(flatten(node, name))
+    return rounded(values)
+
+
+def grid_cells(cfg: Config) -> list[tuple[Path, dict]]:
+    """(file, document) of every cell the config lists, in its order, each checked
+    against the params it was made from. A file of a cell the config no longer lists
+    is not read: stale cells are never shown."""
+    current = grid_params(cfg)
+    cells = []
+    for key, cell in to_container(cfg)["grid"]["cells"].items():
+        path = cell_path(cfg.paths.grid, cell["task"], cell["variant"])
+        if not path.exists():
+            raise ConfigError(f"missing {path} (grid cell {key}): run `dvc repro`")
+        document = read_json(path)
+        changes = changed_keys(document.get("params", {}), current)
+        if "params" not in document or changes:
+            made = "; ".join(changes) or "no record of its params"
+            raise ConfigError(
+                f"{path} was made from other params than params.yaml holds ({made}): "
+                f"rerun `dvc repro -s grid@{key}`, then `dvc repro`"
+            )
+        cells.append((path, document))
+    return cells

@@ -153,3 +153,58 @@ def test_a_full_disk_leaves_every_old_output_and_says_so_in_one_line(
     changed = {k for k, v in outputs(workdir).items() if before.get(k) != v}
     assert changed == set()
     assert not list(workdir.rglob("*.tmp"))
+
+
+# --- the grid's cells (issue 34, case 1: stale cells published as current) -----------------
+
+
+def write_cell(folder: Path, task: str, variant: str, params: dict | None) -> Path:
+    path = provenance.cell_path(str(folder), task, variant)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    document = {"task": task, "variant": variant, "seeds": 3}
+    if params is not None:
+        document["params"] = params
+    path.write_text(json.dumps(document))
+    return path
+
+
+def two_cells_cfg(*overrides: str):
+    from pipeline.config import compose, validate
+
+    return validate(compose([*small_overrides(), *overrides]))
+
+
+def test_only_the_configured_cells_are_read_each_checked_against_its_params(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = two_cells_cfg()
+    cells = {key: (cell.task, cell.variant) for key, cell in cfg.grid.cells.items()}
+    for task, variant in cells.values():
+        write_cell(tmp_path / cfg.paths.grid, task, variant, provenance.grid_params(cfg))
+    write_cell(tmp_path / cfg.paths.grid, "rise", "dropped", provenance.grid_params(cfg))
+    read = provenance.grid_cells(cfg)
+    assert [(d["task"], d["variant"]) for _, d in read] == list(cells.values())  # not "dropped"
+
+
+def test_a_cell_made_from_other_params_is_refused_with_the_key_that_changed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    old = two_cells_cfg("grid.seeds=20")
+    new = two_cells_cfg("grid.seeds=3", "data.seed=20260219")
+    for cell in new.grid.cells.values():
+        write_cell(tmp_path / new.paths.grid, cell.task, cell.variant, provenance.grid_params(old))
+    with pytest.raises(ConfigError) as error:
+        provenance.grid_cells(new)
+    message = str(error.value)
+    assert "was made from other params than params.yaml holds" in message
+    assert "grid.seeds 20→3" in message and "data.seed 20260218→20260219" in message
+    assert message.endswith("then `dvc repro`") and "\n" not in message
+
+
+def test_a_cell_without_a_record_or_without_a_file_is_refused(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    cfg = two_cells_cfg()
+    first = next(iter(cfg.grid.cells.values()))
+    with pytest.raises(ConfigError, match=r"missing reports/grid/.*: run `dvc repro`"):
+        provenance.grid_cells(cfg)
+    write_cell(tmp_path / cfg.paths.grid, first.task, first.variant, None)  # an old cell file
+    with pytest.raises(ConfigError, match="no record of its params"):
+        provenance.grid_cells(cfg)

@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
+from pipeline import provenance
 from pipeline.analysis import golden, study
 from pipeline.config import (
     PROJECT_ROOT,
@@ -41,6 +42,7 @@ SECTIONS = [
     "## Ablation",
     "## Seeds at scale",
     "## Which explanation is faithful?",
+    "## The next lesson: a second head, and the order of steps",
 ]
 FIGURES = {
     "attention_seed_1.png",
@@ -112,8 +114,19 @@ def workdir(tmp_path, monkeypatch, small_lesson, small_study, small_battery) -> 
     curves.to_csv(tmp_path / "reports/training.csv", index=False)
     monkeypatch.chdir(tmp_path)
     stages = ["train", "evaluate", "study", "faithfulness"]
-    write_records(validate(compose(small_overrides())), stages)
+    cfg = validate(compose(small_overrides()))
+    write_records(cfg, stages)
+    write_cells(tmp_path, cfg)
     return tmp_path
+
+
+def write_cells(root: Path, cfg) -> None:
+    """The committed grid cells, recorded as made from `cfg` (the report reads exactly
+    the configured cells, each checked against its params)."""
+    (root / "reports/grid").mkdir(parents=True)
+    for committed in sorted((PROJECT_ROOT / "reports/grid").glob("*.json")):
+        document = {**json.loads(committed.read_text()), "params": provenance.grid_params(cfg)}
+        (root / "reports/grid" / committed.name).write_text(json.dumps(document))
 
 
 def stage_outputs(root: Path) -> dict[str, bytes]:

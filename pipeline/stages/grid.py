@@ -10,19 +10,14 @@ written atomically, and params.yaml is checked again before it is.
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from pipeline import tasks
+from pipeline import provenance, tasks
 from pipeline.analysis import grid
 from pipeline.config import load_params
 from pipeline.errors import ConfigError
 from pipeline.files import write_json
 from pipeline.models.variants import VARIANTS
 from pipeline.stages import entry
-
-
-def cell_path(folder: str, task: str, variant: str) -> Path:
-    return Path(folder) / f"{task}-{variant}.json"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -37,9 +32,10 @@ def main(argv: list[str] | None = None) -> None:
         raise ConfigError(f"unknown model variant {args.variant!r}; allowed: {allowed}")
     cfg = load_params()
     document = grid.run_cell(cfg, args.task, args.variant)
+    document["params"] = provenance.grid_params(cfg)  # what the readers check it against
     if load_params(sizes=False) != cfg:
         raise ConfigError("params.yaml changed while the grid cell ran: not publishing")
-    write_json(cell_path(cfg.paths.grid, args.task, args.variant), document)
+    write_json(provenance.cell_path(cfg.paths.grid, args.task, args.variant), document)
     accuracy = document["heldout_accuracy"]
     print(
         f"{args.task} x {args.variant}: held-out accuracy {accuracy['mean']:.4f} "

@@ -9,7 +9,7 @@ from pathlib import Path
 from pipeline import provenance
 from pipeline.config import Config, load_params
 from pipeline.config.cells import cell_config
-from pipeline.files import read_json, remove, write_bytes
+from pipeline.files import remove, write_bytes
 from pipeline.reporting.next_lesson import experiments
 from pipeline.stages import entry
 
@@ -18,27 +18,23 @@ def main() -> None:
     cfg = load_params(sizes=False)  # reads the cells, computes nothing large
     from pipeline.reporting.figures import next_lesson_figures
 
-    paths = sorted(Path(cfg.paths.grid).glob("*.json"))
-    pngs = next_lesson_figures(*experiments([read_json(path) for path in paths]))
+    cells = provenance.grid_cells(cfg)
+    pngs = next_lesson_figures(*experiments([document for _, document in cells]))
     out = Path(cfg.paths.next_lesson)
     with provenance.publishing(cfg, "next_lesson"):
         for name, png in pngs.items():
             write_bytes(out / name, png)
         remove(out / "next_lesson.md")  # an earlier version's, now in report.md
     if cfg.tracking.enabled:
-        log(cfg, paths)
+        log(cfg, cells)
 
 
-def log(cfg: Config, paths: list[Path]) -> None:
+def log(cfg: Config, cells: list[tuple[Path, dict]]) -> None:
     """One parent run per cell, its config the cell's own (the task, the variant)."""
     from pipeline.tracking import store_uri
     from pipeline.tracking.grid_runs import log_cells
 
-    documents = [read_json(path) for path in paths]
-    cells = [
-        (cell_config(cfg, d["task"], d["variant"]), d, path)
-        for d, path in zip(documents, paths, strict=True)
-    ]
+    cells = [(cell_config(cfg, d["task"], d["variant"]), d, path) for path, d in cells]
     new = sum(fresh for _, fresh in log_cells(cfg, cells))
     print(f"logged {new} new of {len(cells)} grid cells in {store_uri(cfg.tracking)}")
 

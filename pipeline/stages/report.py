@@ -71,7 +71,7 @@ def from_report(cfg: Config, directory: str | Path) -> str:
 def next_lesson(cfg: Config) -> str:
     """The section "The next lesson" from the grid's cells, with the next_lesson
     stage's figures; none without cells."""
-    cells = [read_json(path) for path in sorted(Path(cfg.paths.grid).glob("*.json"))]
+    cells = [document for _, document in provenance.grid_cells(cfg)]
     if not cells:
         return ""
     figures_dir = Path(cfg.paths.next_lesson)

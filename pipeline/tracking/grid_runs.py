@@ -27,6 +27,7 @@ def cell_metrics(document: dict) -> dict[str, float]:
     if "heads" in numbers:
         numbers["heads"] = {k: v for k, v in numbers["heads"].items() if k not in PER_SEED}
     numbers.pop("model", None)
+    numbers.pop("params", None)  # the settings it was made from, logged as params
     return {k: v for k, v in nested_metrics(numbers, "grid/").items() if v == v}
 
 
