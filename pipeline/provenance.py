@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -210,7 +211,7 @@ def grid_cells(cfg: Config) -> list[tuple[Path, dict]]:
             made = "; ".join(changes) or "no record of its params"
             raise ConfigError(
                 f"{path} was made from other params than params.yaml holds ({made}): "
-                f"rerun `dvc repro -s grid@{key}`, then `dvc repro`"
+                f"rerun `dvc repro -s {shlex.quote('grid@' + key)}`, then `dvc repro`"
             )
         cells.append((path, document))
     return cells

@@ -480,3 +480,89 @@ def test_the_memory_estimate_counts_what_the_pipeline_allocates():
 
     assert BATTERY_RUNS == faithfulness.SEED_CHUNK
     assert (byte_size(1536), byte_size(8 * 2**30), byte_size(3)) == ("1.5 KiB", "8 GiB", "3 B")
+
+
+# --- issue 34: links, and outputs that would overwrite each other ---------------------------
+
+
+def test_an_output_path_through_a_symbolic_link_is_refused(tmp_path, monkeypatch):
+    """Case 2: `ln -s .. reports/up` and `paths.metrics: reports/up/README.md` wrote
+    metrics JSON over README.md; a link to /tmp wrote there."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports/up").symlink_to("..")
+    (tmp_path / "reports/tmp").symlink_to("/tmp")
+    (tmp_path / "reports/metrics.json").symlink_to("../README.md")
+    for value, link in [
+        ("reports/up/README.md", "reports/up"),
+        ("reports/tmp/metrics.json", "reports/tmp"),
+        ("reports/metrics.json", "reports/metrics.json"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            validate(compose([f"paths.metrics={value}"]))
+        assert str(err.value) == (
+            f"invalid config value paths.metrics={value!r}: must not pass through a "
+            f"symbolic link ({link} is one): outputs are written only to real folders "
+            "inside the project"
+        )
+    assert validate(compose(["paths.metrics=reports/real/metrics.json"]))
+
+
+@pytest.mark.parametrize(
+    ("override", "other", "relation"),
+    [
+        ("paths.metrics=reports/training.csv", "paths.training_curves", "is also"),
+        ("paths.figures=reports/grid", "paths.grid", "is also"),
+        ("paths.metrics=reports/grid/metrics.json", "paths.grid", "holds"),
+        ("paths.figures=reports/study", "paths.study_seeds", "is inside"),
+    ],
+)
+def test_two_outputs_on_one_path_or_one_inside_another_s_folder_are_refused(
+    override, other, relation
+):
+    """Case 6: `paths.metrics: reports/training.csv` with `dvc repro -s evaluate`
+    replaced train's output, exit 0. The message names both keys (the later one in
+    the schema's order first)."""
+    key, value = override.split("=")
+    with pytest.raises(ConfigError) as err:
+        validate(compose([override]))
+    text = str(err.value)
+    assert text.startswith("invalid config value paths.")
+    assert key in text and other in text and f" {relation} " in text
+    assert "every output needs a path of its own" in text and "\n" not in text
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "hydra.run.dir=reports",
+        "hydra.sweep.dir=reports/sweep",
+        "hydra.run.dir=.",
+        "++hydra.run.dir=conf/x",
+        "hydra.sweep.dir=data/${now:%H}",
+    ],
+)
+def test_a_hydra_folder_inside_the_outputs_or_sources_is_refused_before_hydra_runs(
+    override, monkeypatch, capsys
+):
+    """Issue 34, case 9: `python -m pipeline.run hydra.run.dir=reports train.lr=0.9`
+    replaced reports/metrics.json with lr-0.9 numbers, exit 0."""
+    from pipeline.config.load import run_hydra_app
+
+    started = []
+    monkeypatch.setattr(sys, "argv", ["pipeline.run", override, "train.lr=0.9"])
+    with pytest.raises(SystemExit) as exit_:
+        run_hydra_app(lambda: started.append(True))
+    assert exit_.value.code == 1 and not started  # Hydra never started
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: invalid config value {override.lstrip('+').split('=')[0]}=")
+    assert "use outputs/ or multirun/" in error and error.count("\n") == 1
+
+
+def test_hydra_folders_elsewhere_pass():
+    """Outside the outputs and sources, Hydra's folders are the caller's choice
+    (case 12: docs/reliability.md says why a folder outside the project is allowed)."""
+    from pipeline.config.load import check_hydra_dirs
+
+    check_hydra_dirs(["hydra.run.dir=outputs/x", "hydra.sweep.dir=multirun/${now:%H}"])
+    check_hydra_dirs(["hydra.sweep.dir=/tmp/elsewhere", "train.lr=0.3,0.6"])

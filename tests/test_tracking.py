@@ -611,3 +611,26 @@ def test_a_run_without_a_study_records_no_study_params(default_cfg, store):
     logged = [c for c in parents.columns if c.startswith("params.")]
     assert "params.train.lr" in logged
     assert not [c for c in logged if c.startswith(("params.study.", "params.faithfulness."))]
+
+
+def test_the_printed_ui_command_quotes_every_value(default_cfg, monkeypatch, tmp_path):
+    """Issue 34, case 5: the hint printed the experiment name unquoted, so a name such
+    as `x; touch f` became a second command when the line was pasted."""
+    import shlex
+
+    from pipeline.stages.track import ui_hint
+
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    hostile = "x; touch /tmp/pwned $(id)"
+    cfg = replace(default_cfg, tracking=replace(default_cfg.tracking, experiment=hostile))
+    local = f"sqlite:///{tracking.store_root() / 'mlflow.db'}"
+    hint = ui_hint(cfg, local)
+    assert shlex.split(hint) == ["python", "-m", "pipeline.ui", "--experiment", hostile]
+    assert ui_hint(default_cfg, local) == "python -m pipeline.ui"
+    other = ui_hint(cfg, "http://127.0.0.1:5000/x;id")
+    assert shlex.split(other.split(",")[0]) == [
+        "mlflow",
+        "ui",
+        "--backend-store-uri",
+        "http://127.0.0.1:5000/x;id",
+    ]

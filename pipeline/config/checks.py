@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import fields, is_dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -93,6 +93,48 @@ def _check_path(key: str, value: str) -> None:
     )
 
 
+def _check_no_link(key: str, value: str) -> None:
+    """A link anywhere on an output's path would let a write land outside the project or
+    on a source (`ln -s .. reports/up`; git commits links, so a clone can carry one)."""
+    parts = PurePosixPath(value).parts
+    for depth in range(1, len(parts) + 1):
+        step = Path(*parts[:depth])
+        _check(
+            not step.is_symlink(),
+            key,
+            f"must not pass through a symbolic link ({step.as_posix()} is one): outputs "
+            "are written only to real folders inside the project",
+            value,
+        )
+
+
+def _check_distinct_paths(cfg: Config) -> None:
+    """Every output its own path: two on one path, or one inside another's folder
+    (`paths.metrics=reports/training.csv`, `paths.figures=reports/grid`), would let one
+    stage's write replace another's output."""
+    seen: list[tuple[str, PurePosixPath]] = []
+    for item in fields(cfg.paths):
+        key, path = f"paths.{item.name}", PurePosixPath(getattr(cfg.paths, item.name))
+        for other, other_path in seen:
+            overlap = (
+                "is also"
+                if path == other_path
+                else "is inside"
+                if other_path in path.parents
+                else "holds"
+                if path in other_path.parents
+                else None
+            )
+            _check(
+                overlap is None,
+                key,
+                f"{overlap} {other}={other_path.as_posix()!r}: every output needs a path of "
+                "its own, not another's and not inside another's folder",
+                path.as_posix(),
+            )
+        seen.append((key, path))
+
+
 SHARD = re.compile(r"(\d+)/(\d+)")
 
 
@@ -144,6 +186,8 @@ def _check_values(cfg: Config) -> None:
         _check(math.isfinite(value), key, "must be a finite number", value)
     for item in fields(cfg.paths):
         _check_path(f"paths.{item.name}", getattr(cfg.paths, item.name))
+        _check_no_link(f"paths.{item.name}", getattr(cfg.paths, item.name))
+    _check_distinct_paths(cfg)
     data, model, train, ev = cfg.data, cfg.model, cfg.train, cfg.eval
     _check(data.steps >= 2, "data.steps", "must be an integer >= 2", data.steps)
     _check(

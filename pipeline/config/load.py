@@ -44,10 +44,60 @@ def run_hydra_app(main: Callable[[], None]) -> None:
     conf/ is one line on stderr and exit code 1, where Hydra prints a long traceback."""
     try:
         check_conf_yaml()
+        check_hydra_dirs(sys.argv[1:])
     except PipelineError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(1)
     main()
+
+
+HYDRA_DIRS = ("hydra.run.dir", "hydra.sweep.dir")
+# Project folders Hydra must not write into: the pipeline's outputs and the sources.
+PROTECTED = (
+    "data",
+    "models",
+    "reports",
+    "conf",
+    "pipeline",
+    "tests",
+    "benchmarks",
+    "scripts",
+    "docs",
+    ".git",
+    ".dvc",
+)
+
+
+def check_hydra_dirs(argv: list[str], root: Path = PROJECT_ROOT) -> None:
+    """Refuse a Hydra output folder inside the project's outputs or sources before Hydra
+    creates it: `hydra.run.dir=reports` made `pipeline.run` replace reports/metrics.json.
+    A folder outside the project is the caller's choice, as Hydra's own default is
+    (docs/reliability.md says why)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        overrides = OverridesParser.create().parse_overrides(
+            [arg for arg in argv if not arg.startswith("-")]
+        )
+    except HydraException:
+        return  # Hydra reports its own grammar errors
+    for override in overrides:
+        if override.key_or_group not in HYDRA_DIRS or override.is_sweep_override():
+            continue
+        literal = str(override.value()).split("${", 1)[0]  # before an interpolation
+        target = (Path.cwd() / literal).resolve()
+        try:
+            first = target.relative_to(root.resolve()).parts[:1]
+        except ValueError:
+            continue  # outside the project
+        if not first or first[0] in PROTECTED:
+            raise ConfigError(
+                f"invalid config value {override.key_or_group}={override.value()!r}: must "
+                f"not be the project root or inside {', '.join(d + '/' for d in PROTECTED)} "
+                "(Hydra writes its job files there); use outputs/ or multirun/, or a "
+                "folder outside the project"
+            )
 
 
 def check_conf_yaml(conf_dir: Path = CONF_DIR) -> None:

@@ -9,6 +9,7 @@ imported).
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import yaml
@@ -95,12 +96,17 @@ def main() -> None:
         return
     metrics, study = read_json(cfg.paths.metrics), read_json(cfg.paths.study_summary)
     uri = log_once(cfg, metrics, study)
-    ui = "python -m pipeline.ui"
-    if uri != f"sqlite:///{tracking.store_root() / 'mlflow.db'}":
-        ui = f"mlflow ui --backend-store-uri {uri}, view {tracking.GAP_VIEW!r}"  # another store
-    elif cfg.tracking.experiment != TrackingConfig().experiment:
-        ui += f" --experiment {cfg.tracking.experiment}"
-    print(summary.answer(cfg, metrics, study, ui))
+    print(summary.answer(cfg, metrics, study, ui_hint(cfg, uri)))
+
+
+def ui_hint(cfg: Config, uri: str) -> str:
+    """The command that opens the UI on this run's store; every value quoted, so a
+    pasted hint runs nothing else (an experiment named `x; touch f`)."""
+    if uri != f"sqlite:///{tracking.store_root() / 'mlflow.db'}":  # another store
+        return f"mlflow ui --backend-store-uri {shlex.quote(uri)}, view {tracking.GAP_VIEW!r}"
+    if cfg.tracking.experiment != TrackingConfig().experiment:
+        return f"python -m pipeline.ui --experiment {shlex.quote(cfg.tracking.experiment)}"
+    return "python -m pipeline.ui"
 
 
 if __name__ == "__main__":
