@@ -76,6 +76,20 @@ def kill_group(process: subprocess.Popen) -> None:
     process.wait(timeout=30)
 
 
+def write_cells(root: Path, cfg: Config) -> None:
+    """The committed grid cells under root/reports/grid, recorded as made from `cfg`:
+    the report and next_lesson stages read exactly the configured cells, each checked
+    against its params, and a small test config runs no grid."""
+    import json
+
+    from pipeline import provenance
+
+    (root / "reports/grid").mkdir(parents=True, exist_ok=True)
+    for committed in sorted((PROJECT_ROOT / "reports/grid").glob("*.json")):
+        document = {**json.loads(committed.read_text()), "params": provenance.grid_params(cfg)}
+        (root / "reports/grid" / committed.name).write_text(json.dumps(document))
+
+
 def write_records(cfg: Config, stages: list[str]) -> None:
     """Provenance records (pipeline.provenance) for outputs a test wrote by hand, in
     the current directory: each stage's params and the hash of its files that exist."""

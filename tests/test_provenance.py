@@ -13,7 +13,7 @@ from pipeline.config import load_params
 from pipeline.config.load import composed_yaml
 from pipeline.errors import ConfigError
 from pipeline.stages import evaluate, faithfulness, generate, report, study, train
-from tests.conftest import small_overrides
+from tests.conftest import small_overrides, write_cells
 
 STAGES = [generate, train, evaluate, study, faithfulness, report]
 
@@ -23,6 +23,7 @@ def built(tmp_path_factory) -> Path:
     """The small config's generate..report outputs and records, made once."""
     root = tmp_path_factory.mktemp("built")
     (root / "params.yaml").write_text(composed_yaml(small_overrides()))
+    write_cells(root, load_params(root / "params.yaml"))
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(root)
         for stage in STAGES:

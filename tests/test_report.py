@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline import provenance
 from pipeline.analysis import golden, study
 from pipeline.config import (
     PROJECT_ROOT,
@@ -31,7 +30,7 @@ from pipeline.reporting import figures, reading, report
 from pipeline.stages import evaluate, generate, train
 from pipeline.stages import faithfulness as faithfulness_stage
 from pipeline.stages import report as report_stage
-from tests.conftest import small_overrides, write_records
+from tests.conftest import small_overrides, write_cells, write_records
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTIONS = [
@@ -118,15 +117,6 @@ def workdir(tmp_path, monkeypatch, small_lesson, small_study, small_battery) -> 
     write_records(cfg, stages)
     write_cells(tmp_path, cfg)
     return tmp_path
-
-
-def write_cells(root: Path, cfg) -> None:
-    """The committed grid cells, recorded as made from `cfg` (the report reads exactly
-    the configured cells, each checked against its params)."""
-    (root / "reports/grid").mkdir(parents=True)
-    for committed in sorted((PROJECT_ROOT / "reports/grid").glob("*.json")):
-        document = {**json.loads(committed.read_text()), "params": provenance.grid_params(cfg)}
-        (root / "reports/grid" / committed.name).write_text(json.dumps(document))
 
 
 def stage_outputs(root: Path) -> dict[str, bytes]:
