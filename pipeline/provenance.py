@@ -206,6 +206,12 @@ def grid_cells(cfg: Config) -> list[tuple[Path, dict]]:
         if not path.exists():
             raise ConfigError(f"missing {path} (grid cell {key}): run `dvc repro`")
         document = read_json(path)
+        if (document.get("task"), document.get("variant")) != (cell["task"], cell["variant"]):
+            raise ConfigError(
+                f"{path} does not hold the grid cell {key} (task {document.get('task')!r}, "
+                f"variant {document.get('variant')!r}): rerun `dvc repro -s "
+                f"{shlex.quote('grid@' + key)}`"
+            )
         changes = changed_keys(document.get("params", {}), current)
         if "params" not in document or changes:
             made = "; ".join(changes) or "no record of its params"

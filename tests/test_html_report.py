@@ -70,3 +70,48 @@ def parsed_tags(page: str) -> list[tuple[str, list[tuple[str, str | None]]]]:
 
     Collector().feed(page)
     return tags
+
+
+def test_only_pngs_under_reports_are_embedded_never_a_file_outside(tmp_path):
+    """Issue 34, case 4: a cell whose variant held `![l](../../../../etc/hostname)` made
+    report.html embed /etc/hostname as base64."""
+    reports = tmp_path / "reports"
+    (reports / "figures").mkdir(parents=True)
+    png = b"\x89PNG\r\n\x1a\nfigure"
+    (reports / "figures/a.png").write_bytes(png)
+    secret = tmp_path / "secret.png"
+    secret.write_bytes(b"\x89PNG\r\n\x1a\nsecret")
+    (reports / "figures/out.png").symlink_to(secret)  # a link out of reports/
+    (reports / "up").symlink_to(tmp_path)
+    (reports / "notes.txt").write_text("not a figure")
+    markdown = (
+        "![a](figures/a.png) ![h](../../../../etc/hostname) ![s](../secret.png) "
+        "![o](figures/out.png) ![u](up/secret.png) ![t](notes.txt)"
+    )
+    page = html_report(markdown, reports)
+    embedded = re.findall(r'src="data:[^;]+;base64,([^"]+)"', page)
+    assert [base64.b64decode(e) for e in embedded] == [png]
+    for kept in ("../../../../etc/hostname", "../secret.png", "figures/out.png", "notes.txt"):
+        assert f'src="{kept}"' in page
+
+
+def test_a_cell_file_that_holds_another_cell_is_refused(tmp_path, monkeypatch):
+    """The values the report shows of a cell come from the configured cell: a file whose
+    variant says `![l](../../etc/hostname)` is refused before anything renders it."""
+    import json
+
+    import pytest
+
+    from pipeline import provenance
+    from pipeline.config import compose, validate
+    from pipeline.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    cfg = validate(compose())
+    key, cell = next(iter(cfg.grid.cells.items()))
+    path = provenance.cell_path(cfg.paths.grid, cell.task, cell.variant)
+    path.parent.mkdir(parents=True)
+    hostile = {"task": cell.task, "variant": "![l](../../../../etc/hostname)"}
+    path.write_text(json.dumps({**hostile, "params": provenance.grid_params(cfg)}))
+    with pytest.raises(ConfigError, match=f"does not hold the grid cell {key}"):
+        provenance.grid_cells(cfg)

@@ -634,3 +634,34 @@ def test_the_printed_ui_command_quotes_every_value(default_cfg, monkeypatch, tmp
         "--backend-store-uri",
         "http://127.0.0.1:5000/x;id",
     ]
+
+
+def test_deleted_artifacts_are_logged_again_and_the_record_sees_them_gone(
+    default_cfg, store, capsys
+):
+    """Issue 34, case 8: after `rm -rf mlartifacts; dvc repro` the track stage said
+    "already logged" and the run kept no artifacts."""
+    import shutil
+
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.tracking import record
+
+    state = committed_state(default_cfg, store)
+    state.report_html = "<html><body>report</body></html>"
+    parent_id, fresh = tracking.log_state(state)
+    assert fresh
+    client = MlflowClient(store)
+    root = Path(client.get_run(parent_id).info.artifact_uri.removeprefix("file://"))
+    assert (root / "report.html").is_file()
+    assert record.logged_run(store, "test", state.digest) == parent_id  # the no-op path
+    shutil.rmtree(root)
+    assert record.logged_run(store, "test", state.digest) is None  # it sees them gone
+    again, fresh = tracking.log_state(state)
+    assert (again, fresh) == (parent_id, False)  # the same run, no second one
+    assert (
+        f"the artifacts of run {parent_id} were gone: logged them again" in capsys.readouterr().out
+    )
+    assert (root / "report.html").read_text() == state.report_html
+    assert {p.name for p in root.iterdir()} >= {"report.html", "metrics.json"}
+    assert record.logged_run(store, "test", state.digest) == parent_id

@@ -20,14 +20,35 @@ code, pre { background: #f4f4f4; }
 """
 
 
+EMBEDDED = frozenset({".png"})  # what the pipeline's stages draw
+
+
+def embeddable(base: Path, src: str) -> Path | None:
+    """The figure `src` names, if it is one the pipeline could have written: a PNG
+    under `base` (reports/) by its resolved path, reached through no link. Anything
+    else (`../../etc/hostname`, a link out of reports/) stays a plain link, never read."""
+    root, path = base.resolve(), base / src
+    try:
+        relative = path.resolve().relative_to(root)
+    except (ValueError, OSError):
+        return None
+    steps = [
+        base.joinpath(*Path(src).parts[:depth]) for depth in range(1, len(Path(src).parts) + 1)
+    ]
+    if path.suffix.lower() not in EMBEDDED or any(step.is_symlink() for step in steps):
+        return None
+    return root / relative if (root / relative).is_file() else None
+
+
 def embed_images(tokens: list, base: Path) -> None:
-    """Replace each local image link (relative to `base`) by a data: URI, in place."""
+    """Replace each figure link (relative to `base`, `embeddable`) by a data: URI, in
+    place."""
     for token in tokens:
         for child in token.children or []:
             if child.type != "image":
                 continue
-            path = base / str(child.attrGet("src"))
-            if not path.is_file():
+            path = embeddable(base, str(child.attrGet("src")))
+            if path is None:
                 continue
             mime = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
             payload = base64.b64encode(path.read_bytes()).decode("ascii")

@@ -76,13 +76,19 @@ def logged_run(uri: str, experiment: str, digest: str) -> str | None:
     current = fingerprint(database)
     if current is None or record.get("store") != current:
         return None
+    if not all(Path(path).is_file() for path in record.get("artifacts", [])):
+        return None  # deleted artifacts: log_state logs them again
     return record.get("run")
 
 
-def remember(uri: str, experiment: str, digest: str, run_id: str) -> None:
+def remember(
+    uri: str, experiment: str, digest: str, run_id: str, artifacts: list[str] | None = None
+) -> None:
     """Record that the store at `uri` holds `digest` in run `run_id`, for the file as
-    it is now. Called under the store's lock, after the last write; a record that
-    cannot be written only costs the next check its speed."""
+    it is now, with the local files of its artifacts (`artifacts`: the no-op check
+    finds them gone, after `rm -rf mlartifacts`, and lets `log_state` log them again).
+    Called under the store's lock, after the last write; a record that cannot be
+    written only costs the next check its speed."""
     database = sqlite_file(uri)
     if database is None:
         return
@@ -92,7 +98,13 @@ def remember(uri: str, experiment: str, digest: str, run_id: str) -> None:
         if current is None:
             target.unlink(missing_ok=True)
             return
-        record = {"experiment": experiment, "state": digest, "run": run_id, "store": current}
+        record = {
+            "experiment": experiment,
+            "state": digest,
+            "run": run_id,
+            "store": current,
+            "artifacts": artifacts or [],
+        }
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w") as handle:

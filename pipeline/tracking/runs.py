@@ -122,7 +122,10 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     digest = state.digest
     existing = find_state(client, experiment_id, digest)
     if existing:
-        record.remember(uri, state.cfg.tracking.experiment, digest, existing)
+        if missing_artifacts(client, existing, state):
+            _log_artifacts(client, existing, state)
+            print(f"the artifacts of run {existing} were gone: logged them again")
+        _remember_run(uri, client, state, existing)
         return existing, False
 
     name = version_label(state.tags)
@@ -148,8 +151,56 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
         digest,
         lambda: _log_children_and_artifacts(client, experiment_id, parent, state, tags, dataset),
     )
-    record.remember(uri, state.cfg.tracking.experiment, digest, parent)
+    _remember_run(uri, client, state, parent)
     return parent, True
+
+
+def artifact_names(state: PipelineState) -> list[str]:
+    """The paths, relative to the run's artifact root, of every file `_log_artifacts`
+    logs."""
+    names = []
+    for path in state.artifacts:
+        if path.is_dir():
+            names += [
+                f"{path.name}/{p.relative_to(path).as_posix()}"
+                for p in path.rglob("*")
+                if p.is_file()
+            ]
+        elif path.exists():
+            names.append(f"study/{path.name}" if path.parent.name == "study" else path.name)
+    if state.report_html is not None:
+        names.append("report.html")
+    if state.params_yaml is not None:
+        names.append(PARAMS_FILE)
+    return names
+
+
+def local_artifacts(client, run: str, state: PipelineState) -> list[Path] | None:
+    """The files of a run's artifacts in a local artifact store; None for a remote one."""
+    from urllib.parse import urlparse
+
+    from mlflow.artifacts import download_artifacts  # noqa: F401  (registers the schemes)
+
+    location = urlparse(client.get_run(run).info.artifact_uri)
+    if location.scheme not in ("", "file"):
+        return None
+    root = Path(location.path)
+    return [root / name for name in artifact_names(state)]
+
+
+def missing_artifacts(client, run: str, state: PipelineState) -> bool:
+    """Whether any artifact of a logged run is gone (`rm -rf mlartifacts`)."""
+    files = local_artifacts(client, run, state)
+    if files is not None:
+        return not all(path.is_file() for path in files)
+    listed = {item.path for item in client.list_artifacts(run)}
+    return not {name.split("/")[0] for name in artifact_names(state)} <= listed
+
+
+def _remember_run(uri: str, client, state: PipelineState, run: str) -> None:
+    """The store's record of `run`, its artifact files included (`record.logged_run`)."""
+    files = local_artifacts(client, run, state) or []
+    record.remember(uri, state.cfg.tracking.experiment, state.digest, run, [str(f) for f in files])
 
 
 def _log_children_and_artifacts(
@@ -184,6 +235,10 @@ def _log_children_and_artifacts(
             dataset,
         )
         client.set_terminated(child)
+    _log_artifacts(client, parent, state)
+
+
+def _log_artifacts(client, parent: str, state: PipelineState) -> None:
     for path in state.artifacts:
         if path.is_dir():
             client.log_artifacts(parent, str(path), artifact_path=path.name)
