@@ -566,3 +566,14 @@ def test_hydra_folders_elsewhere_pass():
 
     check_hydra_dirs(["hydra.run.dir=outputs/x", "hydra.sweep.dir=multirun/${now:%H}"])
     check_hydra_dirs(["hydra.sweep.dir=/tmp/elsewhere", "train.lr=0.3,0.6"])
+
+
+def test_the_configured_grid_cells_replace_the_default_ones():
+    """Issue 34, case 1: cells removed from conf/grid/lesson.yaml must be gone from the
+    config (a merge into the schema kept every default cell)."""
+    import yaml
+
+    raw = yaml.safe_load(composed_yaml())
+    raw["grid"]["cells"] = {"rise-window2": {"task": "rise", "variant": "window2"}}
+    assert list(validate(raw).grid.cells) == ["rise-window2"]
+    assert len(validate(compose()).grid.cells) == 14  # conf/'s own list

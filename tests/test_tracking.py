@@ -665,3 +665,31 @@ def test_deleted_artifacts_are_logged_again_and_the_record_sees_them_gone(
     assert (root / "report.html").read_text() == state.report_html
     assert {p.name for p in root.iterdir()} >= {"report.html", "metrics.json"}
     assert record.logged_run(store, "test", state.digest) == parent_id
+
+
+def test_runs_an_interrupted_log_left_running_are_closed_by_the_next_log(
+    default_cfg, store, capsys
+):
+    """Issue 34, case 13: after kill -9 of the track stage (or a full disk) its runs
+    stayed RUNNING with partial metrics. The next log of the same state closes them as
+    KILLED, in one line; history and compare (search_parent_runs) never count them."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.tracking.client import experiment, log_run, start_state
+
+    state = committed_state(default_cfg, store)
+    client = MlflowClient(store)
+    experiment_id = experiment(client, store, "test")
+    tags = start_state(client, experiment_id, state.digest)
+    partial = log_run(client, experiment_id, "killed mid-log", tags, {}, {"gap/seed_gap": 0.5})
+    assert client.get_run(partial).info.status == "RUNNING"  # as kill -9 leaves it
+    parents, _ = tracking.search_parent_runs(store, "test")
+    assert parents.empty  # not counted while it is partial
+    parent_id, fresh = tracking.log_state(state)
+    assert fresh and parent_id != partial
+    assert client.get_run(partial).info.status == "KILLED"
+    said = capsys.readouterr().out
+    assert "closed 1 run(s) that an interrupted log of this state left RUNNING, as KILLED" in said
+    parents, _ = tracking.search_parent_runs(store, "test")
+    assert parents["run_id"].tolist() == [parent_id]
+    assert client.get_run(parent_id).info.status == "FINISHED"

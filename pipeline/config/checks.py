@@ -292,7 +292,12 @@ def validate(raw: DictConfig | dict, sizes: bool = True) -> Config:
     that cannot fit in memory (pipeline/config/memory.py; imports torch).
     """
     try:
-        merged = OmegaConf.merge(OmegaConf.structured(Config), raw)
+        schema = OmegaConf.structured(Config)
+        if OmegaConf.select(OmegaConf.create(raw), "grid.cells") is not None:
+            # The configured cells replace the defaults; a merge would keep every
+            # default cell that conf/ no longer lists (issue 34, case 1).
+            schema.grid.cells = {}
+        merged = OmegaConf.merge(schema, raw)
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None) or "?"
         reason = str(err).splitlines()[0]

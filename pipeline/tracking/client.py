@@ -14,6 +14,8 @@ from pipeline.tracking.state import STATE_TAG
 from pipeline.tracking.store import artifact_location, check_artifact_location
 from pipeline.tracking.view import save_view
 
+PENDING_TAG = "pipeline_pending_state"  # a run's state until `complete` adds STATE_TAG
+
 if TYPE_CHECKING:
     import pandas as pd
 
@@ -67,6 +69,26 @@ def find_state(client, experiment_id: str, digest: str) -> str | None:
         [experiment_id], filter_string=f"tags.{STATE_TAG} = '{digest}'", max_results=1
     )
     return runs[0].info.run_id if runs else None
+
+
+def start_state(client, experiment_id: str, digest: str) -> dict[str, str]:
+    """Before logging state `digest`: the runs an interrupted log of the same state left
+    RUNNING (kill -9, a full disk under the store) are closed as KILLED, in one line.
+    Returns the tag that marks the new runs as this state's: only `complete` adds the
+    state tag, so history, compare and the gap view never count a partial run."""
+    abandoned = client.search_runs(
+        [experiment_id],
+        filter_string=f"tags.{PENDING_TAG} = '{digest}' and attributes.status = 'RUNNING'",
+        max_results=1000,
+    )
+    for run in abandoned:
+        client.set_terminated(run.info.run_id, "KILLED")
+    if abandoned:
+        print(
+            f"closed {len(abandoned)} run(s) that an interrupted log of this state left "
+            "RUNNING, as KILLED"
+        )
+    return {PENDING_TAG: digest}
 
 
 def source_tags(source: str) -> dict[str, str]:

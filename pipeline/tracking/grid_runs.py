@@ -13,7 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.config import Config
-from pipeline.tracking.client import complete, experiment, find_state, log_run, source_tags
+from pipeline.tracking.client import (
+    complete,
+    experiment,
+    find_state,
+    log_run,
+    source_tags,
+    start_state,
+)
 from pipeline.tracking.state import nested_metrics, number_params, state_digest
 from pipeline.tracking.store import locked, store_uri
 
@@ -51,6 +58,7 @@ def _log_cell(uri: str, cfg: Config, cell: Config, document: dict, path: Path) -
     name = f"{document['task']} x {document['variant']}"
     accuracy = document["heldout_accuracy"]
     run_tags = {
+        **start_state(client, experiment_id, digest),
         **source_tags("python -m pipeline.stages.next_lesson"),
         **tags,
         "version": name,

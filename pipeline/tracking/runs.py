@@ -15,7 +15,14 @@ from pathlib import Path
 
 from pipeline.config import PARAMS_FILE, Config
 from pipeline.tracking import record
-from pipeline.tracking.client import complete, experiment, find_state, log_run, source_tags
+from pipeline.tracking.client import (
+    complete,
+    experiment,
+    find_state,
+    log_run,
+    source_tags,
+    start_state,
+)
 from pipeline.tracking.state import (
     PipelineState,
     baseline_config,
@@ -133,6 +140,7 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     values = parent_metrics(state)
     tags = {
         **run_tags(state),
+        **start_state(client, experiment_id, digest),
         "version": name,
         "mlflow.note.content": description(state.cfg, values, baseline, label),
     }

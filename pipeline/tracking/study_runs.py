@@ -7,7 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.config import Config
-from pipeline.tracking.client import complete, experiment, find_state, log_run, source_tags
+from pipeline.tracking.client import (
+    complete,
+    experiment,
+    find_state,
+    log_run,
+    source_tags,
+    start_state,
+)
 from pipeline.tracking.state import nested_metrics, number_params, state_digest, version_label
 from pipeline.tracking.store import locked, store_uri
 
@@ -44,6 +51,7 @@ def _log_study_locked(
         return existing, False
     name = version_label(tags)
     run_tags = {
+        **start_state(client, experiment_id, digest),
         **source_tags("python -m pipeline.study"),
         **tags,
         "version": name,

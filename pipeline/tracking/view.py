@@ -26,6 +26,9 @@ GAP_VIEW_STATE = {
         )
     ]
     + ["attributes.`Description`"],
+    # Completely logged runs only: a run that an interrupted log left (KILLED) never
+    # counts in the gap (issue 34, case 13).
+    "searchFilter": "attributes.status = 'FINISHED'",
     "orderByKey": "attributes.start_time",
     "orderByAsc": True,
     "groupBy": {
