@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 import torch
 
 from pipeline.models import threads
@@ -63,3 +64,49 @@ def test_a_lone_job_runs_here_and_leaves_the_threads_to_its_own_jobs(torch_threa
 
     assert threads.run_jobs([lone], 2) == [(False, 1, 2, 2)]
     assert (torch.get_num_threads(), threads.available()) == (2, 2)
+
+
+@pytest.fixture
+def stoppable():
+    yield
+    threads._stopping.clear()
+
+
+def test_a_signal_cancels_the_queued_jobs_and_ends_the_running_ones(torch_threads, stoppable):
+    """Issue 34, case 11: after SIGTERM a large grid cell printed "stopped" but ran on:
+    the interpreter joined workers that still ran every queued chunk."""
+    import time
+
+    torch_threads(2)
+    started: list[int] = []
+
+    def job(i: int):
+        def run():
+            started.append(i)
+            while True:  # a chunk that would train for a long time
+                threads.check_stopped()
+                time.sleep(0.001)
+
+        return run
+
+    def signal_arrives():
+        while len(started) < 2:
+            time.sleep(0.001)
+        threads.stop()
+
+    timer = threading.Thread(target=signal_arrives)
+    timer.start()
+    with pytest.raises(threads.JobsStopped):
+        threads.run_jobs([job(i) for i in range(6)], threads=2)
+    timer.join()
+    assert sorted(started) == [0, 1]  # the four queued jobs never started
+
+
+def test_training_ends_at_the_next_epoch_once_stopped(stoppable):
+    from pipeline.models.train import train
+    from tests.test_train import init_params, small_lesson
+
+    inputs, labels = small_lesson(5150, 24, [12, 6, 6])
+    threads.stop()
+    with pytest.raises(threads.JobsStopped):
+        train(init_params(5150, [1]), inputs, labels, 5, 0.6)

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import cache
-from threading import current_thread, local
+from threading import Event, current_thread, local
 from typing import TypeVar
 
 import torch
@@ -27,6 +27,23 @@ PREFIX = "pipeline"  # our threads' names
 # chunk's), so memory grows with them; pipeline/config/memory.py counts them.
 MAX_WORKERS = 8
 _in_turn = local()  # `threads`: the count set aside while this thread runs jobs in turn
+_stopping = Event()  # set by a stage's SIGTERM or Ctrl-C (pipeline/stages/__init__.py)
+
+
+class JobsStopped(RuntimeError):
+    """A signal stopped the process: a job ends at its next `check_stopped`."""
+
+
+def stop() -> None:
+    """A signal arrived: queued jobs never start, running ones end at their next
+    `check_stopped` (training checks every epoch), so the stage ends within moments
+    instead of after every queued chunk of seeds."""
+    _stopping.set()
+
+
+def check_stopped() -> None:
+    if _stopping.is_set():
+        raise JobsStopped("stopped by a signal")
 
 
 def inside_job() -> bool:
@@ -53,6 +70,11 @@ def _pool(threads: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(threads, thread_name_prefix=PREFIX)
 
 
+def _started(job: Callable[[], Result]) -> Result:
+    check_stopped()
+    return job()
+
+
 def run_jobs(jobs: list[Callable[[], Result]], threads: int) -> list[Result]:
     """Every job's result, in order, computed on up to `threads` threads (torch's ops
     in them on one thread each; the jobs must not share mutable state). Inside a job
@@ -63,8 +85,13 @@ def run_jobs(jobs: list[Callable[[], Result]], threads: int) -> list[Result]:
     try:
         if threads == 1:
             _in_turn.threads = set_aside or previous
-            return [job() for job in jobs]
-        return list(_pool(threads).map(lambda job: job(), jobs))
+            return [_started(job) for job in jobs]
+        futures = [_pool(threads).submit(_started, job) for job in jobs]
+        try:
+            return [future.result() for future in futures]
+        finally:  # a failed job or a signal: the queued ones never start
+            for future in futures:
+                future.cancel()
     finally:
         _in_turn.threads = set_aside
         torch.set_num_threads(previous)

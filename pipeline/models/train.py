@@ -25,7 +25,7 @@ from pipeline.errors import ConfigError, DivergenceError
 from pipeline.models import interface
 from pipeline.models.params import Params, to_flat
 from pipeline.models.pooling import probability
-from pipeline.models.threads import available, run_jobs
+from pipeline.models.threads import available, check_stopped, run_jobs
 from pipeline.precision import settle
 
 
@@ -105,6 +105,7 @@ def descend(
     loss = torch.empty(epochs, params.runs, dtype=labels.dtype, device=labels.device)
     acc = torch.empty_like(loss)
     for epoch in range(epochs):
+        check_stopped()  # a SIGTERM ends a long study or grid cell within an epoch
         logits, gradients = step(params)
         loss[epoch] = mean_bce(logits, labels)
         acc[epoch] = accuracy(logits, labels)

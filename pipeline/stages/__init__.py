@@ -23,6 +23,9 @@ _received: list[int] = []
 
 def _stop(signum: int, _frame) -> None:
     _received.append(signum)
+    threads = sys.modules.get("pipeline.models.threads")  # loaded where jobs can run
+    if threads is not None:
+        threads.stop()
     raise Stopped(signum)
 
 
