@@ -19,7 +19,7 @@ import shutil
 import signal
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -165,6 +165,56 @@ def write_json(path: Path, document: dict, exact: bool = False) -> None:
     """Every float at the written precision (pipeline/precision.py); `exact` for a
     record of settings as they were given (provenance), which holds no result."""
     write_text(path, json.dumps(document if exact else rounded(document), indent=2) + "\n")
+
+
+# What no command's output option may name, inside the project: the pipeline's
+# outputs and sources (their folders), the store and the project's own files.
+PROTECTED_DIRS = (
+    "data",
+    "models",
+    "reports",
+    "conf",
+    "pipeline",
+    "tests",
+    "benchmarks",
+    "scripts",
+    "docs",
+    "mlartifacts",
+    ".git",
+    ".dvc",
+    ".venv",
+)
+STORE_FILE = "mlflow.db"
+
+
+def command_output(path: Path, option: str, is_own: Callable[[bytes], bool]) -> Path:
+    """`path` once it is safe for a command's output option (`diff --out`, `compare
+    --csv`, `history --plot`) to write: inside the project never a store, source,
+    config or stage output, and anywhere an existing file only when `is_own` says it
+    is this command's earlier output. Else one line naming the option and the file."""
+    from pipeline.config import PROJECT_ROOT
+    from pipeline.errors import ConfigError
+
+    path = Path(path)
+    root = PROJECT_ROOT.resolve()
+    resolved = path.resolve()
+    refuse = None
+    if resolved == root or root in resolved.parents:
+        relative = resolved.relative_to(root)
+        if not relative.parts or relative.parts[0] in PROTECTED_DIRS:
+            refuse = "the project's sources, configs, store and the pipeline's outputs"
+        elif relative.name.startswith(STORE_FILE):
+            refuse = "the store"
+    if refuse is None and path.is_dir():
+        refuse = "a folder"
+    if refuse is None and path.exists() and not is_own(path.read_bytes()[:65536]):
+        refuse = "a file this command did not write (it replaces only its own earlier output)"
+    if refuse:
+        raise ConfigError(
+            f"{option} {path}: not written there ({refuse}); name a new file, e.g. in "
+            "outputs/ or outside the project"
+        )
+    return path
 
 
 def require(path: Path) -> Path:

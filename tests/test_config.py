@@ -577,3 +577,39 @@ def test_the_configured_grid_cells_replace_the_default_ones():
     raw["grid"]["cells"] = {"rise-window2": {"task": "rise", "variant": "window2"}}
     assert list(validate(raw).grid.cells) == ["rise-window2"]
     assert len(validate(compose()).grid.cells) == 14  # conf/'s own list
+
+
+def test_a_kind_s_own_key_is_checked_only_for_that_kind():
+    """Issue 34, case 16: `data.steps=2` with the lesson kind was refused because of
+    window's model.window=3, a key the lesson never reads."""
+    steps = ["data.steps=2", "data.first_marked_step=1"]
+    assert validate(compose(steps)).model.kind == "lesson"
+    with pytest.raises(ConfigError, match=r"model.window=3: must be in 1..data.steps = 1..2"):
+        validate(compose(["model=window", *steps]))
+
+
+def test_an_unknown_key_lists_the_allowed_ones():
+    with pytest.raises(ConfigError) as err:
+        validate(compose(["+data.foo=1"]))
+    assert str(err.value) == (
+        "invalid config value data.foo: Key 'foo' not in 'DataConfig'; allowed: seed, "
+        "sequences, steps, split, threshold, first_marked_step"
+    )
+
+
+def test_a_name_or_uri_mlflow_would_refuse_is_refused_before_any_training():
+    """Issue 34, case 15: an experiment name over MLflow's limit and
+    `tracking.uri=garbage://` failed in the track stage, after training."""
+    from mlflow.utils.validation import MAX_EXPERIMENT_NAME_LENGTH
+
+    from pipeline.config import checks
+
+    assert checks.MAX_EXPERIMENT_NAME == MAX_EXPERIMENT_NAME_LENGTH  # the locked MLflow's
+    longest = MAX_EXPERIMENT_NAME_LENGTH - len(checks.GRID_SUFFIX)
+    assert validate(compose([f"tracking.experiment={'x' * longest}"]))
+    with pytest.raises(ConfigError, match=f"must be at most {longest} characters"):
+        validate(compose([f"tracking.experiment={'x' * (longest + 1)}"]))
+    with pytest.raises(ConfigError, match=r"tracking.uri='garbage://x': allowed: a URI of"):
+        validate(compose(["tracking.uri=garbage://x"]))
+    for uri in ("sqlite:///a.db", "http://127.0.0.1:5000", "postgresql+psycopg2://u@h/db"):
+        assert validate(compose([f"tracking.uri={uri}"]))

@@ -693,3 +693,74 @@ def test_runs_an_interrupted_log_left_running_are_closed_by_the_next_log(
     parents, _ = tracking.search_parent_runs(store, "test")
     assert parents["run_id"].tolist() == [parent_id]
     assert client.get_run(parent_id).info.status == "FINISHED"
+
+
+def test_the_commands_output_options_write_only_their_own_files(tmp_path, monkeypatch):
+    """Issue 34, case 7: `diff --out mlflow.db`, `compare --csv params.yaml` and
+    `history --plot README.md` replaced the store, the params and the README, exit 0."""
+    from pipeline.config import PROJECT_ROOT
+    from pipeline.errors import ConfigError
+    from pipeline.files import command_output
+
+    def own(head: bytes) -> bool:
+        return head.startswith(b"mine")
+
+    for name in (
+        "mlflow.db",
+        "mlflow.db.lock",
+        "params.yaml",
+        "README.md",
+        "dvc.lock",
+        "reports/metrics.json",
+        "conf/config.yaml",
+        "pipeline/new.py",
+        "data/x",
+    ):
+        with pytest.raises(ConfigError, match=r"^--out .*: not written there \(") as err:
+            command_output(PROJECT_ROOT / name, "--out", own)
+        assert "\n" not in str(err.value)
+    (tmp_path / "theirs.md").write_text("a file of someone else's")
+    with pytest.raises(ConfigError, match="a file this command did not write"):
+        command_output(tmp_path / "theirs.md", "--out", own)
+    with pytest.raises(ConfigError, match="a folder"):
+        command_output(tmp_path, "--out", own)
+    (tmp_path / "earlier.md").write_text("mine, from the last run")
+    assert command_output(tmp_path / "earlier.md", "--out", own) == tmp_path / "earlier.md"
+    assert command_output(tmp_path / "new.md", "--out", own) == tmp_path / "new.md"
+    assert command_output(PROJECT_ROOT / "outputs/new.md", "--out", own)
+
+
+def test_diff_refuses_its_out_file_in_one_line_before_computing(capsys):
+    from pipeline.tracking import diff
+
+    with pytest.raises(SystemExit) as exit_:
+        diff.main(["HEAD", "--out", "mlflow.db"])
+    assert str(exit_.value.code).startswith("error: --out mlflow.db: not written there (the store")
+
+
+def test_history_replaces_only_its_own_plot(default_cfg, store, capsys):
+    tracking.log_state(committed_state(default_cfg, store))
+    folder = Path(store.removeprefix("sqlite:///")).parent
+    plot, readme = folder / "gap.png", folder / "README.md"
+    history.main(["--uri", store, "--experiment", "test", "--plot", str(plot)])
+    history.main(["--uri", store, "--experiment", "test", "--plot", str(plot)])  # its own
+    readme.write_text("# a project's README")
+    with pytest.raises(SystemExit) as exit_:
+        history.main(["--uri", store, "--experiment", "test", "--plot", str(readme)])
+    assert "a file this command did not write" in str(exit_.value.code)
+    assert readme.read_text() == "# a project's README"
+
+
+def test_compare_replaces_only_its_own_csv(default_cfg, store, capsys):
+    from pipeline.tracking import compare
+
+    tracking.log_state(committed_state(default_cfg, store))
+    folder = Path(store.removeprefix("sqlite:///")).parent
+    table, params = folder / "table.csv", folder / "params.yaml"
+    compare.main(["--uri", store, "--experiment", "test", "--csv", str(table)])
+    compare.main(["--uri", store, "--experiment", "test", "--csv", str(table)])  # its own
+    params.write_text("train:\n  lr: 0.6\n")
+    with pytest.raises(SystemExit) as exit_:
+        compare.main(["--uri", store, "--experiment", "test", "--csv", str(params)])
+    assert "a file this command did not write" in str(exit_.value.code)
+    assert params.read_text() == "train:\n  lr: 0.6\n"

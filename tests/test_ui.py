@@ -170,3 +170,19 @@ def test_both_server_commands_take_the_signal_handlers():
 
     assert "stop_on_signals()" in inspect.getsource(ui.main)
     assert "stop_on_signals()" in inspect.getsource(server.main)
+
+
+@pytest.mark.slow
+def test_ctrl_c_leaves_no_ui_log_behind(tmp_path, monkeypatch, store):
+    """Issue 34, case 17: `pipeline.ui` left its log in /tmp after every Ctrl-C."""
+    import tempfile
+
+    from pipeline.tracking.ui import mlflow_ui
+
+    logs = tmp_path / "tmp"
+    logs.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(logs))
+    with pytest.raises(KeyboardInterrupt), mlflow_ui(store.removeprefix("sqlite:///")):
+        assert len(list(logs.glob("mlflow-ui-*.log"))) == 1  # while it serves
+        raise KeyboardInterrupt  # Ctrl-C
+    assert list(logs.glob("mlflow-ui-*.log")) == []

@@ -11,7 +11,7 @@ import math
 import re
 from dataclasses import fields, is_dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, get_type_hints
 
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -34,7 +34,7 @@ from pipeline.config.schema import (
     StudyConfig,
 )
 from pipeline.errors import ConfigError
-from pipeline.models import KINDS
+from pipeline.models import KINDS, OWN_KEYS
 from pipeline.models.variants import VARIANTS
 
 
@@ -223,12 +223,13 @@ def _check_values(cfg: Config) -> None:
         f"allowed: {', '.join(POSITIONAL)}",
         model.positional,
     )
-    _check(
-        1 <= model.window <= data.steps,
-        "model.window",
-        f"must be in 1..data.steps = 1..{data.steps}",
-        model.window,
-    )
+    if "window" in OWN_KEYS.get(model.kind, ()):  # a key the other kinds never read
+        _check(
+            1 <= model.window <= data.steps,
+            "model.window",
+            f"must be in 1..data.steps = 1..{data.steps}",
+            model.window,
+        )
     _check(len(train.seeds) > 0, "train.seeds", "must be a non-empty list of integers", [])
     _check(
         len(set(train.seeds)) == len(train.seeds),
@@ -280,8 +281,46 @@ def _check_values(cfg: Config) -> None:
         grid.faithfulness_seeds,
     )
     _check_seeds(cfg)
-    experiment = cfg.tracking.experiment
+    _check_tracking(cfg)
+
+
+# MLflow's limit on an experiment's name (mlflow.utils.validation, 2.7 s to import:
+# a test checks that the two agree), less the grid's "-next-lesson" experiment suffix.
+MAX_EXPERIMENT_NAME = 500
+GRID_SUFFIX = "-next-lesson"
+TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
+
+
+def _check_tracking(cfg: Config) -> None:
+    """Refused before any training: a name MLflow would refuse, and a URI no MLflow
+    store has, failed only in the track stage, after every run was trained."""
+    experiment, uri = cfg.tracking.experiment, cfg.tracking.uri
     _check(bool(experiment.strip()), "tracking.experiment", "must be a non-empty name", experiment)
+    longest = MAX_EXPERIMENT_NAME - len(GRID_SUFFIX)
+    _check(
+        len(experiment) <= longest,
+        "tracking.experiment",
+        f"must be at most {longest} characters (MLflow's limit, less the grid's "
+        f"{GRID_SUFFIX!r}); it has {len(experiment)}",
+        experiment[:40] + "..." if len(experiment) > 40 else experiment,
+    )
+    if uri is not None:
+        scheme = uri.split("://", 1)[0] if "://" in uri else uri.split(":", 1)[0]
+        _check(
+            scheme.split("+")[0] in TRACKING_SCHEMES,
+            "tracking.uri",
+            f"allowed: a URI of scheme {', '.join(s + '://' for s in TRACKING_SCHEMES)}, "
+            "or unset for the project's store",
+            uri,
+        )
+
+
+def _allowed_keys(key: str) -> list[str]:
+    """The keys of the config section that holds `key` (`data.foo` -> data's keys)."""
+    node: Any = Config
+    for part in key.split(".")[:-1]:
+        node = get_type_hints(node).get(part) if is_dataclass(node) else None
+    return [item.name for item in fields(node)] if is_dataclass(node) else []
 
 
 def validate(raw: DictConfig | dict, sizes: bool = True) -> Config:
@@ -301,6 +340,9 @@ def validate(raw: DictConfig | dict, sizes: bool = True) -> Config:
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None) or "?"
         reason = str(err).splitlines()[0]
+        allowed = _allowed_keys(key)
+        if allowed and "not in" in reason:  # an unknown key: say which ones exist
+            reason += f"; allowed: {', '.join(allowed)}"
         if key.split("[")[0] in SEED_KEYS:  # a float, a string: say what a seed may be
             reason += f"; allowed: an integer in 0..{MAX_SEED} (2**32-1)"
         raise ConfigError(f"invalid config value {key}: {reason}") from None

@@ -25,14 +25,22 @@ MAX_SEEDS_SHOWN = 4  # per-seed pictures of a long seed list would drown the rep
 MAX_LEGEND_SEEDS = 10
 
 
-def render(draw: Callable[[Figure], None], size: tuple[float, float]) -> bytes:
+def render(
+    draw: Callable[[Figure], None], size: tuple[float, float], title: str | None = None
+) -> bytes:
+    """PNG bytes; `title` goes into the PNG's Title text (what a command checks before
+    it replaces a file: its own earlier output only)."""
+    metadata = {"Software": None, **({"Title": title} if title else {})}
     with matplotlib.style.context("default"):
         figure = Figure(figsize=size, dpi=DPI, layout="constrained")
         FigureCanvasAgg(figure)
         draw(figure)
         buffer = io.BytesIO()
-        figure.savefig(buffer, format="png", dpi=DPI, metadata={"Software": None})
+        figure.savefig(buffer, format="png", dpi=DPI, metadata=metadata)
     return buffer.getvalue()
+
+
+GAP_HISTORY_TITLE = "pipeline.history: the gap across versions"
 
 
 def sorted_weights(steps: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.Series]:
@@ -319,7 +327,7 @@ def gap_history(figure: Figure, versions: list[str], gaps: list[float]) -> None:
 
 
 def gap_history_png(versions: list[str], gaps: list[float]) -> bytes:
-    return render(partial(gap_history, versions=versions, gaps=gaps), (7, 3.5))
+    return render(partial(gap_history, versions=versions, gaps=gaps), (7, 3.5), GAP_HISTORY_TITLE)
 
 
 def grid_accuracy(figure: Figure, cells: list[dict], title: str) -> None:

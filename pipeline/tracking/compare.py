@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.errors import PipelineError
-from pipeline.files import write_csv
+from pipeline.files import command_output, write_csv
 from pipeline.tracking.history import metric, read_store, store_parser, text_table
 
 # Parent metric -> column. The gap's name before the namespaces is the fallback.
@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: no runs recorded in {uri}")
     print(text_table(table))
     if args.csv:
+        header = ",".join(table.columns).encode()
+        try:
+            command_output(args.csv, "--csv", lambda head: head.split(b"\n", 1)[0] == header)
+        except PipelineError as err:
+            sys.exit(f"error: {err}")
         write_csv(args.csv, table)
         print(f"wrote {args.csv}")
 

@@ -14,7 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.files import write_text
+from pipeline.errors import PipelineError
+from pipeline.files import command_output, write_text
 
 # Every numbers file: reports/headline.json is the only one dvc.yaml declares as
 # metrics (so that `dvc metrics show` stays readable); the rest are compared as
@@ -60,7 +61,7 @@ def report(rev: str) -> str:
     )
     others = {name: keys for name, keys in changed.items() if name != HEADLINE}
     sections = [
-        (f"## Params changed: {rev} -> workspace", change_lines(params, json.dumps) or ["(none)"]),
+        (f"{OWN_HEAD.decode()}{rev} -> workspace", change_lines(params, json.dumps) or ["(none)"]),
         (f"## Headline metrics ({HEADLINE})", change_lines(everything) or ["(none)"]),
         ("## Other metrics that changed", change_lines(others) or ["(none)"]),
         ("## Every param", [dvc("params", "diff", rev, "--md", "--all") or "(none)"]),
@@ -69,11 +70,19 @@ def report(rev: str) -> str:
     return "\n\n".join(f"{title}\n\n" + "\n".join(lines) for title, lines in sections) + "\n"
 
 
+OWN_HEAD = b"## Params changed: "  # how its --out file begins
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rev", nargs="?", default="HEAD", help="git revision to compare with")
     parser.add_argument("--out", type=Path, help="also write the diff to this file")
     args = parser.parse_args(argv)
+    if args.out:
+        try:  # before the diff is computed: a refused file costs nothing
+            command_output(args.out, "--out", lambda head: head.startswith(OWN_HEAD))
+        except PipelineError as err:
+            sys.exit(f"error: {err}")
     text = report(args.rev)
     print(text)
     if args.out:

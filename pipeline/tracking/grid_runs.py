@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.config import Config
+from pipeline.config.checks import GRID_SUFFIX
 from pipeline.tracking.client import (
     complete,
     experiment,
@@ -24,7 +25,7 @@ from pipeline.tracking.client import (
 from pipeline.tracking.state import nested_metrics, number_params, state_digest
 from pipeline.tracking.store import locked, store_uri
 
-SUFFIX = "-next-lesson"
+SUFFIX = GRID_SUFFIX  # the config checks the name with it (pipeline/config/checks.py)
 PER_SEED = ("per_seed_heldout_accuracy", "per_seed_marker_mass", "per_seed_entropy")
 
 

@@ -16,7 +16,7 @@ import pandas as pd
 
 from pipeline.config import NUMBER_GROUPS, PARAMS_FILE, PROJECT_ROOT, load_params
 from pipeline.errors import PipelineError, TrackingError
-from pipeline.files import read_json, write_bytes
+from pipeline.files import command_output, read_json, write_bytes
 from pipeline.tracking import sweep as sweep_module
 from pipeline.tracking.search import search_parent_runs
 from pipeline.tracking.store import store_uri
@@ -175,8 +175,12 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: no runs recorded in {uri}{where}")
     print(text_table(table))
     if args.plot and not args.sweep:
-        from pipeline.reporting.figures import gap_history_png
+        from pipeline.reporting.figures import GAP_HISTORY_TITLE, gap_history_png
 
+        try:
+            command_output(args.plot, "--plot", lambda head: GAP_HISTORY_TITLE.encode() in head)
+        except PipelineError as err:
+            sys.exit(f"error: {err}")
         write_bytes(args.plot, gap_history_png(list(table["version"]), list(table["gap"])))
         print(f"wrote {args.plot}")
 

@@ -58,11 +58,19 @@ def mlflow_ui(store: Path, artifacts: Path | None = None, port: int | None = Non
     try:
         # Probed by address: a system resolver need not know *.localhost names.
         wait_serving(f"http://127.0.0.1:{port}", server, log, START_TIMEOUT_S)
+    except BaseException:
+        _stop_server(server)
+        raise  # the log is kept: the error names it
+    try:
         yield f"http://{UI_HOST}:{port}"
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
-    log.unlink()  # kept when something failed: the error names it
+    finally:  # Ctrl-C or SIGTERM included: the UI served, so its log goes
+        _stop_server(server)
+        log.unlink(missing_ok=True)
+
+
+def _stop_server(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGTERM)
+    server.wait(timeout=30)
 
 
 def save_gap_view(uri: str, experiment_id: str) -> None:
