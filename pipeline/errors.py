@@ -23,3 +23,8 @@ class OrphanedError(PipelineError, RuntimeError):
 
 class DiskFullError(PipelineError, OSError):
     """An output did not fit on its disk; the message names the disk and the size."""
+
+
+class OutputError(PipelineError, OSError):
+    """An output cannot be written there (a read-only folder, a folder in its place);
+    the message names the file, and nothing earlier is lost."""

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.errors import DiskFullError, OrphanedError
+from pipeline.errors import DiskFullError, OrphanedError, OutputError
 from pipeline.precision import rounded, rounded_frame
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
@@ -137,8 +137,14 @@ def disk_full(path: Path, size: int) -> DiskFullError:
 
 def write_bytes(path: Path, payload: bytes) -> None:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as err:  # a read-only or foreign folder, a name too long: one line
+        raise not_writable(path, err) from None
+    if path.is_dir():
+        Path(tmp).unlink(missing_ok=True)
+        raise OutputError(f"cannot write {path}: it is a folder; name a file instead")
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
@@ -155,6 +161,17 @@ def write_bytes(path: Path, payload: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def not_writable(path: Path, err: OSError) -> OutputError:
+    reason = {
+        errno.EACCES: "its folder is not writable",
+        errno.EPERM: "its folder is not writable",
+        errno.EROFS: "its folder is on a read-only file system",
+        errno.ENAMETOOLONG: "its name is too long",
+        errno.ENOSPC: "the disk is full",
+    }.get(err.errno) or (f"{err.strerror}: {err.filename}" if err.filename else str(err))
+    return OutputError(f"cannot write {path}: {reason}; earlier outputs are left as they were")
 
 
 def write_text(path: Path, text: str) -> None:

@@ -153,11 +153,26 @@ def upstream(cfg: Config, stage: str, root: Path = PROJECT_ROOT) -> dict[str, li
     return found
 
 
+def read_record(cfg: Config, stage: str) -> dict:
+    """A stage's record, or one line saying it is not one (garbage, half a file)."""
+    path = record_path(cfg, stage)
+    try:
+        record = read_json(path)
+    except ValueError:
+        record = None
+    if not isinstance(record, dict) or not isinstance(record.get("params"), dict):
+        raise ConfigError(
+            f"{path} is not a provenance record (not the JSON the {stage} stage writes): "
+            f"rerun `dvc repro --force -s {stage}`, then `dvc repro`"
+        )
+    return record
+
+
 def verify_inputs(cfg: Config, stage: str) -> None:
     """Refuse upstream outputs made from other params, or not the bytes their stage
     recorded. One line naming the file, the keys that changed, and what to run."""
     for name, paths in upstream(cfg, stage).items():
-        record = read_json(record_path(cfg, name))
+        record = read_record(cfg, name)
         changes = changed_keys(record["params"], stage_params(cfg, name))
         if changes:
             raise ConfigError(

@@ -364,7 +364,10 @@ def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     (tmp_path / "file").write_text("a file, not a folder")
     with pytest.raises(SystemExit) as exit_:
         merge_study.main([str(tmp_path), "--out", str(out)])
-    assert exit_.value.code == f"error: cannot write {out}: File exists: {tmp_path / 'file'}"
+    assert exit_.value.code == (
+        f"error: cannot write {out}: File exists: {tmp_path / 'file'}; earlier outputs are "
+        "left as they were"
+    )
 
 
 def _descendants(pid: int) -> list[int]:

@@ -76,6 +76,12 @@ def _check_path(key: str, value: str) -> None:
         value,
     )
     parts = path.parts
+    _check(
+        all(len(part.encode()) <= NAME_MAX for part in parts) and len(value) <= PATH_MAX,
+        key,
+        f"each part of the path must be at most {NAME_MAX} bytes, the path {PATH_MAX}",
+        value if len(value) <= 60 else value[:60] + "...",
+    )
     output = (
         len(parts) >= 2
         and parts[0] in OUTPUT_DIRS
@@ -135,6 +141,19 @@ def _check_distinct_paths(cfg: Config) -> None:
         seen.append((key, path))
 
 
+NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below its own
+FOLDER_KEYS = ("figures", "provenance", "grid", "next_lesson")  # paths.* that are folders
+
+
+def _check_not_a_folder(key: str, value: str) -> None:
+    _check(
+        key.removeprefix("paths.") in FOLDER_KEYS or not Path(value).is_dir(),
+        key,
+        "is a folder; name a file (an output file of this name cannot replace it)",
+        value,
+    )
+
+
 SHARD = re.compile(r"(\d+)/(\d+)")
 
 
@@ -187,6 +206,7 @@ def _check_values(cfg: Config) -> None:
     for item in fields(cfg.paths):
         _check_path(f"paths.{item.name}", getattr(cfg.paths, item.name))
         _check_no_link(f"paths.{item.name}", getattr(cfg.paths, item.name))
+        _check_not_a_folder(f"paths.{item.name}", getattr(cfg.paths, item.name))
     _check_distinct_paths(cfg)
     data, model, train, ev = cfg.data, cfg.model, cfg.train, cfg.eval
     _check(data.steps >= 2, "data.steps", "must be an integer >= 2", data.steps)

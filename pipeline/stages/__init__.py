@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 from collections.abc import Callable
@@ -36,8 +37,18 @@ def _started_as_stage() -> bool:
     return "-m" in argv[:-1] and argv[argv.index("-m") + 1].startswith("pipeline.stages.")
 
 
+def _stopped_while_importing(signum: int, _frame) -> None:
+    """Ctrl-C or SIGTERM before the stage's own code runs: nothing is written yet, so
+    one line and out (a traceback through torch's imports was 30 lines)."""
+    name = signal.Signals(signum).name
+    os.write(2, f"error: stopped by {name} while starting; nothing was written\n".encode())
+    os._exit(128 + signum)
+
+
 if _started_as_stage():
     files.watch_launcher()
+    signal.signal(signal.SIGINT, _stopped_while_importing)  # until `entry` takes over
+    signal.signal(signal.SIGTERM, _stopped_while_importing)
 
 
 def _fail(message: str, code: int) -> None:

@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: {err}")
     try:
         write_json(args.out, summary)
+    except PipelineError as err:  # the writer's own line (a read-only folder, ...)
+        sys.exit(f"error: {err}")
     except OSError as err:
         sys.exit(f"error: cannot write {args.out}: {os_reason(err, args.out)}")
     print(f"{study_line(summary)}; wrote {args.out}")

@@ -110,7 +110,10 @@ def main(argv: list[str] | None = None) -> None:
     store = store_root() / "mlflow.db"
     if not store.exists():
         sys.exit(f"error: no MLflow store at {store}: run `dvc repro` first")
-    experiment_id = find_experiment(f"sqlite:///{store}", args.experiment)
+    try:
+        experiment_id = find_experiment(f"sqlite:///{store}", args.experiment)
+    except PipelineError as err:  # a corrupt or foreign file: one line, not 80
+        sys.exit(f"error: {err}")
     if experiment_id is None:
         sys.exit(f"error: no experiment {args.experiment!r} in {store}: run `dvc repro` first")
     save_gap_view(f"sqlite:///{store}", experiment_id)
