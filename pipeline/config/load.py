@@ -52,20 +52,6 @@ def run_hydra_app(main: Callable[[], None]) -> None:
 
 
 HYDRA_DIRS = ("hydra.run.dir", "hydra.sweep.dir")
-# Project folders Hydra must not write into: the pipeline's outputs and the sources.
-PROTECTED = (
-    "data",
-    "models",
-    "reports",
-    "conf",
-    "pipeline",
-    "tests",
-    "benchmarks",
-    "scripts",
-    "docs",
-    ".git",
-    ".dvc",
-)
 
 
 def check_hydra_dirs(argv: list[str], root: Path = PROJECT_ROOT) -> None:
@@ -75,6 +61,8 @@ def check_hydra_dirs(argv: list[str], root: Path = PROJECT_ROOT) -> None:
     (docs/reliability.md says why)."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
+
+    from pipeline.files import PROTECTED_DIRS
 
     try:
         overrides = OverridesParser.create().parse_overrides(
@@ -91,10 +79,10 @@ def check_hydra_dirs(argv: list[str], root: Path = PROJECT_ROOT) -> None:
             first = target.relative_to(root.resolve()).parts[:1]
         except ValueError:
             continue  # outside the project
-        if not first or first[0] in PROTECTED:
+        if not first or first[0] in PROTECTED_DIRS:
             raise ConfigError(
                 f"invalid config value {override.key_or_group}={override.value()!r}: must "
-                f"not be the project root or inside {', '.join(d + '/' for d in PROTECTED)} "
+                f"not be the project root or inside {', '.join(d + '/' for d in PROTECTED_DIRS)} "
                 "(Hydra writes its job files there); use outputs/ or multirun/, or a "
                 "folder outside the project"
             )
