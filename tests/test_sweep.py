@@ -657,3 +657,24 @@ def test_a_job_whose_sweep_is_gone_ends_without_publishing(monkeypatch, capsys):
     finally:
         alive.kill()
         alive.wait()
+
+
+def test_a_folder_postgres_cannot_enter_is_one_line_with_the_way_out():
+    """Issue 34, case 17: `pipeline.server` as root in a folder that only root can enter
+    failed at initdb (the postgres user cannot read the secret)."""
+    from pipeline.tracking.server import check_reachable_by_others
+
+    base = Path(tempfile.mkdtemp(prefix="tracking-server-"))  # not pytest's 0700 folders
+    try:
+        base.chmod(0o755)
+        check_reachable_by_others(base / "postgres")
+        private = base / "private"
+        private.mkdir()
+        private.chmod(0o700)
+        with pytest.raises(PipelineError) as err:
+            check_reachable_by_others(private / "store" / "postgres")
+        message = str(err.value)
+        assert f"cannot enter {private} (mode 700)" in message
+        assert f"`chmod o+x {private}`" in message and "\n" not in message
+    finally:
+        shutil.rmtree(base)

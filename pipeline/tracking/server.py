@@ -75,6 +75,18 @@ def _as_postgres_user() -> dict:
     return {"user": "postgres", "group": "postgres", "extra_groups": []}
 
 
+def check_reachable_by_others(root: Path) -> None:
+    """As root, PostgreSQL runs as `postgres`, which must enter every folder above
+    its cluster: a folder only root can enter made initdb fail without saying why."""
+    for folder in reversed(Path(root).resolve().parents):
+        if not folder.stat().st_mode & 0o001:  # no search bit for other users
+            raise PipelineError(
+                f"PostgreSQL runs as the user postgres here, which cannot enter {folder} "
+                f"(mode {folder.stat().st_mode & 0o777:o}): put the store under a folder "
+                f"it can reach (e.g. /srv/mlflow), or `chmod o+x {folder}`"
+            )
+
+
 def _run(args: list[str], what: str, **kwargs) -> str:
     result = subprocess.run(args, capture_output=True, text=True, **kwargs)
     if result.returncode != 0:
@@ -212,6 +224,7 @@ def postgres(root: Path, port: int) -> Iterator[str]:
     user = _as_postgres_user()
     root.mkdir(parents=True, exist_ok=True)
     if user:
+        check_reachable_by_others(root)
         shutil.chown(root, "postgres", "postgres")
     secret = _prepare_cluster(root, user)
     log = root / "postgres.log"
