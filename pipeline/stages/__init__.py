@@ -41,7 +41,7 @@ def _stopped_while_importing(signum: int, _frame) -> None:
     """Ctrl-C or SIGTERM before the stage's own code runs: nothing is written yet, so
     one line and out (a traceback through torch's imports was 30 lines)."""
     name = signal.Signals(signum).name
-    os.write(2, f"error: stopped by {name} while starting; nothing was written\n".encode())
+    os.write(2, f"error: stopped by {name}; no output is half-written\n".encode())
     os._exit(128 + signum)
 
 
