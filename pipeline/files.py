@@ -204,24 +204,46 @@ PROTECTED_DIRS = (
 STORE_FILE = "mlflow.db"
 
 
+def first_link(path: str | Path, start: Path = Path()) -> Path | None:
+    """The first symbolic link on relative `path`, walked from `start` (the file itself
+    included); None where there is none."""
+    parts = Path(path).parts
+    for depth in range(1, len(parts) + 1):
+        step = start.joinpath(*parts[:depth])
+        if step.is_symlink():
+            return step
+    return None
+
+
+def project_parts(path: Path) -> tuple[str, ...] | None:
+    """`path`'s parts relative to the project root, resolved; None outside it."""
+    from pipeline.config import PROJECT_ROOT
+
+    root, resolved = PROJECT_ROOT.resolve(), Path(path).resolve()
+    if resolved != root and root not in resolved.parents:
+        return None
+    return resolved.relative_to(root).parts
+
+
+def protected(path: Path) -> bool:
+    """Whether `path` resolves to the project root or into one of PROTECTED_DIRS."""
+    parts = project_parts(path)
+    return parts is not None and (not parts or parts[0] in PROTECTED_DIRS)
+
+
 def command_output(path: Path, option: str, is_own: Callable[[bytes], bool]) -> Path:
     """`path` once it is safe for a command's output option (`diff --out`, `compare
     --csv`, `history --plot`) to write: inside the project never a store, source,
     config or stage output, and anywhere an existing file only when `is_own` says it
     is this command's earlier output. Else one line naming the option and the file."""
-    from pipeline.config import PROJECT_ROOT
     from pipeline.errors import ConfigError
 
     path = Path(path)
-    root = PROJECT_ROOT.resolve()
-    resolved = path.resolve()
     refuse = None
-    if resolved == root or root in resolved.parents:
-        relative = resolved.relative_to(root)
-        if not relative.parts or relative.parts[0] in PROTECTED_DIRS:
-            refuse = "the project's sources, configs, store and the pipeline's outputs"
-        elif relative.name.startswith(STORE_FILE):
-            refuse = "the store"
+    if protected(path):
+        refuse = "the project's sources, configs, store and the pipeline's outputs"
+    elif project_parts(path) is not None and path.resolve().name.startswith(STORE_FILE):
+        refuse = "the store"
     if refuse is None and path.is_dir():
         refuse = "a folder"
     if refuse is None and path.exists() and not is_own(path.read_bytes()[:65536]):

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib import metadata
 
 PINNED = {
     "ATEN_CPU_CAPABILITY": "avx2",
@@ -45,6 +44,8 @@ def environment() -> dict[str, str]:
     the kernel paths in force. Machine-specific facts that do not change the bytes
     (the CPU model, the thread count) stay out: the record is committed."""
     record = {name.lower(): os.environ.get(name, "") for name in PINNED}
+    from importlib import metadata  # not at start-up: pipeline/__init__ imports this module
+
     torch = sys.modules.get("torch")
     if torch is not None:  # the kernel level torch actually took (lower where a CPU lacks AVX2)
         record["torch"] = metadata.version("torch")

@@ -48,9 +48,14 @@ def resolve(entry: str | dict, cfg: Config) -> str:
 
 def stage_params(cfg: Config, stage: str, root: Path = PROJECT_ROOT) -> dict[str, Any]:
     """The params a stage lists in dvc.yaml, flattened to dotted keys."""
+    return listed_params(cfg, stages(root)[stage].get("params", []))
+
+
+def listed_params(cfg: Config, names: list[str]) -> dict[str, Any]:
+    """The values of dvc.yaml params entries (`data`, `train.lr`), flattened."""
     tree = to_container(cfg)
     values: dict[str, Any] = {}
-    for name in stages(root)[stage].get("params", []):
+    for name in names:
         node: Any = tree
         for part in name.split("."):
             node = node[part]
@@ -200,14 +205,7 @@ def grid_params(cfg: Config, root: Path = PROJECT_ROOT) -> dict[str, Any]:
     as write_json writes them (the cell file holds them at the written precision)."""
     from pipeline.precision import rounded
 
-    tree = to_container(cfg)
-    values: dict[str, Any] = {}
-    for name in stages(root)["grid"]["do"]["params"]:
-        node: Any = tree
-        for part in name.split("."):
-            node = node[part]
-        values.update(flatten(node, name))
-    return rounded(values)
+    return rounded(listed_params(cfg, stages(root)["grid"]["do"]["params"]))
 
 
 def grid_cells(cfg: Config) -> list[tuple[Path, dict]]:

@@ -266,6 +266,17 @@ def git_commit(repo: Path, message: str) -> None:
     )
 
 
+def changed_files(repo: Path) -> list[str]:
+    """`git status --porcelain` of tracked files: what a repro rewrote."""
+    return subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
+
+
 def clone_project(dest: Path) -> Path:
     """A fresh git clone of this repository with the working tree's changes on top:
     what CI sees, but testing uncommitted work too. No DVC cache, no outputs

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import assert_golden, clone_project, git_commit
+from tests.conftest import assert_golden, changed_files, clone_project, git_commit
 
 pytestmark = pytest.mark.slow
 
@@ -22,12 +22,6 @@ def test_a_fresh_clone_reproduces_every_committed_output(tmp_path):
     result = subprocess.run(["bash", ".ci/check-outputs"], cwd=repo, capture_output=True, text=True)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "committed outputs are out of date" in result.stdout
-    changed = subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.splitlines()
+    changed = changed_files(repo)
     assert changed == [" M reports/metrics.json"], "\n".join(changed)
     assert_golden(json.loads(metrics.read_text()))

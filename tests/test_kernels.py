@@ -19,7 +19,7 @@ import sys
 import pytest
 
 from pipeline import kernels
-from tests.conftest import clone_project, small_overrides
+from tests.conftest import changed_files, clone_project, small_overrides
 
 # What a caller's environment or another CPU could select; the pin overrides each.
 KERNEL_PATHS = {
@@ -38,16 +38,6 @@ LESSON_STAGES = ("generate", "train", "evaluate")
 def kernel_env(path: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != kernels.PIN_OFF}
     return {**env, **KERNEL_PATHS[path], "CUDA_VISIBLE_DEVICES": ""}
-
-
-def changed_files(repo) -> list[str]:
-    return subprocess.run(
-        ["git", "status", "--porcelain", "--untracked-files=no"],
-        cwd=repo,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.splitlines()
 
 
 def test_the_pin_overrides_what_the_caller_selects():

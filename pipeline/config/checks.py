@@ -7,17 +7,20 @@ Hydra apps and each DVC stage) goes through it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import fields, is_dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, get_type_hints
 
+import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pipeline import tasks
 from pipeline.config.schema import (
+    CONF_DIR,
     DEVICES,
     DTYPES,
     DVC_FILES,
@@ -34,7 +37,7 @@ from pipeline.config.schema import (
     StudyConfig,
 )
 from pipeline.errors import ConfigError
-from pipeline.models import KINDS, OWN_KEYS
+from pipeline.models import KINDS
 from pipeline.models.variants import VARIANTS
 
 
@@ -102,16 +105,33 @@ def _check_path(key: str, value: str) -> None:
 def _check_no_link(key: str, value: str) -> None:
     """A link anywhere on an output's path would let a write land outside the project or
     on a source (`ln -s .. reports/up`; git commits links, so a clone can carry one)."""
-    parts = PurePosixPath(value).parts
-    for depth in range(1, len(parts) + 1):
-        step = Path(*parts[:depth])
-        _check(
-            not step.is_symlink(),
-            key,
-            f"must not pass through a symbolic link ({step.as_posix()} is one): outputs "
-            "are written only to real folders inside the project",
-            value,
-        )
+    from pipeline.files import first_link
+
+    link = first_link(value)
+    _check(
+        link is None,
+        key,
+        f"must not pass through a symbolic link ({link and link.as_posix()} is one): "
+        "outputs are written only to real folders inside the project",
+        value,
+    )
+
+
+@functools.cache
+def own_keys(kind: str) -> frozenset[str]:
+    """The model.* keys a kind's YAML sets (conf/model/<kind>.yaml): the keys it reads,
+    checked for that kind alone (model.window bounds data.steps for window only)."""
+    path = CONF_DIR / "model" / f"{kind}.yaml"
+    document = yaml.safe_load(path.read_text()) if path.exists() else None
+    return frozenset(document or {}) - {"defaults", "kind"}
+
+
+def _overlap(path: PurePosixPath, other: PurePosixPath) -> str | None:
+    if path == other:
+        return "is also"
+    if other in path.parents:
+        return "is inside"
+    return "holds" if path in other.parents else None
 
 
 def _check_distinct_paths(cfg: Config) -> None:
@@ -122,15 +142,7 @@ def _check_distinct_paths(cfg: Config) -> None:
     for item in fields(cfg.paths):
         key, path = f"paths.{item.name}", PurePosixPath(getattr(cfg.paths, item.name))
         for other, other_path in seen:
-            overlap = (
-                "is also"
-                if path == other_path
-                else "is inside"
-                if other_path in path.parents
-                else "holds"
-                if path in other_path.parents
-                else None
-            )
+            overlap = _overlap(path, other_path)
             _check(
                 overlap is None,
                 key,
@@ -243,7 +255,7 @@ def _check_values(cfg: Config) -> None:
         f"allowed: {', '.join(POSITIONAL)}",
         model.positional,
     )
-    if "window" in OWN_KEYS.get(model.kind, ()):  # a key the other kinds never read
+    if "window" in own_keys(model.kind):  # a key the other kinds never read
         _check(
             1 <= model.window <= data.steps,
             "model.window",

@@ -54,7 +54,7 @@ def run_hydra_app(main: Callable[[], None]) -> None:
 HYDRA_DIRS = ("hydra.run.dir", "hydra.sweep.dir")
 
 
-def check_hydra_dirs(argv: list[str], root: Path = PROJECT_ROOT) -> None:
+def check_hydra_dirs(argv: list[str]) -> None:
     """Refuse a Hydra output folder inside the project's outputs or sources before Hydra
     creates it: `hydra.run.dir=reports` made `pipeline.run` replace reports/metrics.json.
     A folder outside the project is the caller's choice, as Hydra's own default is
@@ -62,7 +62,7 @@ def check_hydra_dirs(argv: list[str], root: Path = PROJECT_ROOT) -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    from pipeline.files import PROTECTED_DIRS
+    from pipeline.files import PROTECTED_DIRS, protected
 
     try:
         overrides = OverridesParser.create().parse_overrides(
@@ -74,12 +74,7 @@ def check_hydra_dirs(argv: list[str], root: Path = PROJECT_ROOT) -> None:
         if override.key_or_group not in HYDRA_DIRS or override.is_sweep_override():
             continue
         literal = str(override.value()).split("${", 1)[0]  # before an interpolation
-        target = (Path.cwd() / literal).resolve()
-        try:
-            first = target.relative_to(root.resolve()).parts[:1]
-        except ValueError:
-            continue  # outside the project
-        if not first or first[0] in PROTECTED_DIRS:
+        if protected(Path.cwd() / literal):  # outside the project: the caller's choice
             raise ConfigError(
                 f"invalid config value {override.key_or_group}={override.value()!r}: must "
                 f"not be the project root or inside {', '.join(d + '/' for d in PROTECTED_DIRS)} "

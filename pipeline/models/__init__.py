@@ -29,15 +29,6 @@ KINDS: dict[str, str | ModuleType] = {
 }
 
 
-# The model.* keys only some kinds read: the config checks such a key for those kinds
-# alone (model.window bounds data.steps for window, not for the lesson).
-OWN_KEYS: dict[str, tuple[str, ...]] = {
-    "multihead": ("heads",),
-    "posenc": ("positional",),
-    "window": ("window",),
-}
-
-
 def register(kind: str, module: str | ModuleType) -> None:
     """Make `module` (a module or its import path) the kind `kind`."""
     KINDS[kind] = module

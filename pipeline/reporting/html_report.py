@@ -11,6 +11,8 @@ import html
 import mimetypes
 from pathlib import Path
 
+from pipeline.files import first_link
+
 STYLE = """
 body { font-family: sans-serif; max-width: 60rem; margin: 1rem auto; line-height: 1.4; }
 table { border-collapse: collapse; margin: 0.5rem 0; }
@@ -32,10 +34,7 @@ def embeddable(base: Path, src: str) -> Path | None:
         relative = path.resolve().relative_to(root)
     except (ValueError, OSError):
         return None
-    steps = [
-        base.joinpath(*Path(src).parts[:depth]) for depth in range(1, len(Path(src).parts) + 1)
-    ]
-    if path.suffix.lower() not in EMBEDDED or any(step.is_symlink() for step in steps):
+    if path.suffix.lower() not in EMBEDDED or first_link(src, base) is not None:
         return None
     return root / relative if (root / relative).is_file() else None
 

@@ -129,10 +129,11 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     digest = state.digest
     existing = find_state(client, experiment_id, digest)
     if existing:
-        if missing_artifacts(client, existing, state):
+        files = local_artifacts(client, existing, state)
+        if missing_artifacts(client, existing, state, files):
             _log_artifacts(client, existing, state)
             print(f"the artifacts of run {existing} were gone: logged them again")
-        _remember_run(uri, client, state, existing)
+        _remember_run(uri, state, existing, files)
         return existing, False
 
     name = version_label(state.tags)
@@ -159,7 +160,7 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
         digest,
         lambda: _log_children_and_artifacts(client, experiment_id, parent, state, tags, dataset),
     )
-    _remember_run(uri, client, state, parent)
+    _remember_run(uri, state, parent, local_artifacts(client, parent, state))
     return parent, True
 
 
@@ -187,8 +188,6 @@ def local_artifacts(client, run: str, state: PipelineState) -> list[Path] | None
     """The files of a run's artifacts in a local artifact store; None for a remote one."""
     from urllib.parse import urlparse
 
-    from mlflow.artifacts import download_artifacts  # noqa: F401  (registers the schemes)
-
     location = urlparse(client.get_run(run).info.artifact_uri)
     if location.scheme not in ("", "file"):
         return None
@@ -196,19 +195,19 @@ def local_artifacts(client, run: str, state: PipelineState) -> list[Path] | None
     return [root / name for name in artifact_names(state)]
 
 
-def missing_artifacts(client, run: str, state: PipelineState) -> bool:
-    """Whether any artifact of a logged run is gone (`rm -rf mlartifacts`)."""
-    files = local_artifacts(client, run, state)
+def missing_artifacts(client, run: str, state: PipelineState, files: list[Path] | None) -> bool:
+    """Whether any artifact of a logged run is gone (`rm -rf mlartifacts`); `files`:
+    its `local_artifacts`."""
     if files is not None:
         return not all(path.is_file() for path in files)
     listed = {item.path for item in client.list_artifacts(run)}
     return not {name.split("/")[0] for name in artifact_names(state)} <= listed
 
 
-def _remember_run(uri: str, client, state: PipelineState, run: str) -> None:
+def _remember_run(uri: str, state: PipelineState, run: str, files: list[Path] | None) -> None:
     """The store's record of `run`, its artifact files included (`record.logged_run`)."""
-    files = local_artifacts(client, run, state) or []
-    record.remember(uri, state.cfg.tracking.experiment, state.digest, run, [str(f) for f in files])
+    paths = [str(f) for f in files or []]
+    record.remember(uri, state.cfg.tracking.experiment, state.digest, run, paths)
 
 
 def _log_children_and_artifacts(

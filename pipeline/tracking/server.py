@@ -79,10 +79,11 @@ def check_reachable_by_others(root: Path) -> None:
     """As root, PostgreSQL runs as `postgres`, which must enter every folder above
     its cluster: a folder only root can enter made initdb fail without saying why."""
     for folder in reversed(Path(root).resolve().parents):
-        if not folder.stat().st_mode & 0o001:  # no search bit for other users
+        mode = folder.stat().st_mode
+        if not mode & 0o001:  # no search bit for other users
             raise PipelineError(
                 f"PostgreSQL runs as the user postgres here, which cannot enter {folder} "
-                f"(mode {folder.stat().st_mode & 0o777:o}): put the store under a folder "
+                f"(mode {mode & 0o777:o}): put the store under a folder "
                 f"it can reach (e.g. /srv/mlflow), or `chmod o+x {folder}`"
             )
 
