@@ -197,6 +197,7 @@ PROTECTED_DIRS = (
     "scripts",
     "docs",
     "mlartifacts",
+    ".mlflow-auth",
     ".git",
     ".dvc",
     ".venv",

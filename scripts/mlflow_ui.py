@@ -3,10 +3,11 @@ slow UI test (tests/test_ui.py).
 
     python scripts/mlflow_ui.py STORE_DB OUT_DIR
 
-serves STORE_DB (a SQLite MLflow store) with `mlflow ui` on a free loopback port
-and writes the README's screenshots into OUT_DIR. The browser is Debian's
-chromium (`apt install chromium`), driven by playwright's Python API; playwright
-downloads no browser of its own.
+serves STORE_DB (a SQLite MLflow store) with `mlflow ui` on a free loopback port,
+behind the login kept beside it (pipeline/tracking/auth.py), and writes the
+README's screenshots into OUT_DIR. The browser is Debian's chromium (`apt install
+chromium`), driven by playwright's Python API; playwright downloads no browser of
+its own.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.tracking.ui import mlflow_ui
+from pipeline.tracking.auth import Login, login
+from pipeline.tracking.ui import LOGIN_FOLDER, mlflow_ui
 from pipeline.tracking.view import GAP_VIEW
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
@@ -33,8 +35,9 @@ CHROMIUM_ARGS = [
 
 
 @contextmanager
-def chromium_page(width: int = 1500, height: int = 900):
-    """A playwright page in headless Debian chromium."""
+def chromium_page(owner: Login | None = None, width: int = 1500, height: int = 900):
+    """A playwright page in headless Debian chromium; with `owner`, it answers the
+    server's login dialog as the owner would."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -43,7 +46,10 @@ def chromium_page(width: int = 1500, height: int = 900):
         )
         try:
             # A new context: a fresh profile, nothing in localStorage.
-            page = browser.new_page(viewport={"width": width, "height": height})
+            credentials = owner and {"username": owner.username, "password": owner.password}
+            page = browser.new_page(
+                viewport={"width": width, "height": height}, http_credentials=credentials
+            )
             yield page
         finally:
             browser.close()
@@ -102,7 +108,8 @@ def screenshots(store: Path, artifacts: Path, out: Path, experiment: str) -> lis
     out.mkdir(parents=True, exist_ok=True)
     shots = [out / name for name in ("mlflow-runs-table.png", "mlflow-gap-per-version.png")]
     shots.append(out / "mlflow-loss-by-version.png")
-    with mlflow_ui(store, artifacts) as base, chromium_page() as page:
+    owner = login(store.parent / LOGIN_FOLDER)
+    with mlflow_ui(store, owner, artifacts) as base, chromium_page(owner) as page:
         open_gap_view(page, base, experiment)
         page.wait_for_timeout(2000)
         page.screenshot(path=shots[0])

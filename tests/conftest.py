@@ -76,6 +76,44 @@ def kill_group(process: subprocess.Popen) -> None:
     process.wait(timeout=30)
 
 
+def assert_login_required(base: str, owner) -> None:
+    """Issue 34, case 3: a server we start refuses every request without `owner`'s
+    login (pipeline/tracking/auth.py): the API's reads and writes, the artifact
+    proxy and the UI's page; /health answers anyone (the start-up probe)."""
+    import base64
+    import json
+    import urllib.error
+    import urllib.request
+
+    def status(path: str, method: str = "GET", body: bytes | None = None, login=None) -> int:
+        request = urllib.request.Request(f"{base}{path}", data=body, method=method)
+        request.add_header("Content-Type", "application/json")
+        if login:
+            token = base64.b64encode(":".join(login).encode()).decode()
+            request.add_header("Authorization", f"Basic {token}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status
+        except urllib.error.HTTPError as err:
+            return err.code
+
+    search = ("/api/2.0/mlflow/experiments/search", "POST", json.dumps({"max_results": 1}).encode())
+    create = (
+        "/api/2.0/mlflow/experiments/create",
+        "POST",
+        json.dumps({"name": "intruder"}).encode(),
+    )
+    upload = ("/api/2.0/mlflow-artifacts/artifacts/intruder.txt", "PUT", b"written by anyone")
+    for request in (search, create, upload, ("/",), ("/signup",)):
+        assert status(*request) == 401, request
+        assert status(*request, login=(owner.username, "wrong password")) == 401, request
+    assert status("/health") == 200
+    assert status(*search, login=(owner.username, owner.password)) == 200
+    assert owner.folder.stat().st_mode & 0o777 == 0o700
+    for secret in ("password", "secret_key"):
+        assert (owner.folder / secret).stat().st_mode & 0o777 == 0o600
+
+
 def write_cells(root: Path, cfg: Config) -> None:
     """The committed grid cells under root/reports/grid, recorded as made from `cfg`:
     the report and next_lesson stages read exactly the configured cells, each checked

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -12,6 +13,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -20,7 +22,7 @@ from pipeline.analysis import study
 from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
 from pipeline.errors import PipelineError
 from pipeline.tracking import history, merge_study
-from tests.conftest import kill_group
+from tests.conftest import assert_login_required, kill_group
 
 SMALL = ["study.seeds=40", "study.chunk=10", "study.bootstrap=50", "train.epochs=20"]
 
@@ -37,6 +39,16 @@ def run_module(module: str, *args: str, timeout: int = 600) -> subprocess.Comple
         text=True,
         timeout=timeout,
     )
+
+
+@contextlib.contextmanager
+def logged_in(store: Path):
+    """The environment of a job given the login of the server whose store is `store`
+    (what `pipeline.server` prints)."""
+    from pipeline.tracking.server import server_login
+
+    with mock.patch.dict(os.environ, server_login(store).client_env()):
+        yield
 
 
 def test_shards_cut_the_seeds_at_chunk_boundaries_and_cover_them_once():
@@ -193,7 +205,7 @@ def server():
     root = Path(tempfile.mkdtemp(prefix="tracking-server-"))
     root.chmod(0o755)
     try:
-        with tracking_server(root) as uri:
+        with tracking_server(root) as uri, logged_in(root):
             yield uri
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -262,6 +274,9 @@ def test_submitit_local_runs_the_sweep_path_of_slurm(tmp_path):
 
 @pytest.mark.slow
 def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
+    """Issue 34, case 3, too: any local user could create and delete experiments and
+    upload artifacts through its API; it now asks for the login it prints."""
+    from pipeline.tracking.server import server_login
     from pipeline.tracking.serving import free_port
 
     require_postgres()
@@ -274,7 +289,18 @@ def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
     )
     try:
         assert server.stdout.readline().startswith(f"tracking server: http://127.0.0.1:{port}")
-        tracking.check_server(f"http://127.0.0.1:{port}")  # answers /health
+        server.stdout.readline()  # point jobs at it
+        password = shlex.quote(str(root / "store" / "auth" / "password"))
+        assert server.stdout.readline() == (
+            f'with its login: MLFLOW_TRACKING_USERNAME=admin MLFLOW_TRACKING_PASSWORD="$(cat '
+            f'{password})"\n'
+        )
+        with logged_in(root / "store"):
+            tracking.check_server(f"http://127.0.0.1:{port}")  # its API answers
+        with pytest.raises(PipelineError, match="refused the login: set MLFLOW_TRACKING_USERNAME"):
+            tracking.check_server(f"http://127.0.0.1:{port}")  # a job without the login
+        owner = server_login(root / "store")
+        assert_login_required(f"http://127.0.0.1:{port}", owner)
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0
         with pytest.raises(PipelineError, match="cannot reach MLflow tracking server"):
@@ -506,7 +532,7 @@ def test_a_server_answering_on_the_port_that_is_not_the_one_started_is_refused(t
 
 
 @pytest.mark.parametrize(
-    ("status", "fails"), [(503, True), (500, True), (404, False), (401, False)]
+    ("status", "fails"), [(503, True), (500, True), (404, False), (403, False)]
 )
 def test_check_server_fails_on_an_api_error_though_health_answers(status, fails):
     with answering_api(status) as uri:
@@ -518,9 +544,24 @@ def test_check_server_fails_on_an_api_error_though_health_answers(status, fails)
                 f"cannot reach MLflow tracking server {uri}: HTTP {status} "
             )
             assert "\n" not in str(err.value)
-        else:  # a proxy, a login, an older server without the route: as before
+        else:  # a proxy, a permission, an older server without the route: as before
             tracking.check_server(uri)
         assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize("user", [None, "someone"])
+def test_a_server_refusing_the_login_is_one_line_naming_the_variables(user, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_USERNAME", raising=False)
+    if user:
+        monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", user)
+        monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "wrong")
+    with answering_api(401) as uri, pytest.raises(PipelineError) as err:
+        tracking.check_server(uri)
+    whose = f" of user {user!r}" if user else ""
+    assert str(err.value) == (
+        f"MLflow tracking server {uri} refused the login{whose}: set MLFLOW_TRACKING_USERNAME "
+        "and MLFLOW_TRACKING_PASSWORD to its login (python -m pipeline.server prints them)"
+    )
 
 
 def start_server_command(store: Path, port: int) -> subprocess.Popen:
@@ -553,7 +594,8 @@ def test_the_server_s_postgres_wants_the_secret_which_no_command_line_or_log_sho
     root, port = server_root(), free_port()
     server = start_server_command(root / "store", port)
     try:
-        tracking.check_server(f"http://127.0.0.1:{port}")  # its API reads the store
+        with logged_in(root / "store"):
+            tracking.check_server(f"http://127.0.0.1:{port}")  # its API reads the store
         secret_file = root / "store" / "postgres" / "password"
         assert secret_file.stat().st_mode & 0o777 == 0o600
         secret = secret_file.read_text().strip()
@@ -598,7 +640,8 @@ def test_a_second_server_on_the_folder_names_the_log_and_a_killed_one_leaves_not
         [error] = second.stderr.strip().splitlines()
         assert error.startswith('error: PostgreSQL exited: lock file "postmaster.pid" already')
         assert error.endswith(f"(log: {log})")
-        tracking.check_server(uri)  # the first one still serves
+        with logged_in(root / "store"):
+            tracking.check_server(uri)  # the first one still serves
         server.kill()  # SIGKILL: nothing of it can stop its children
         server.wait()
         deadline = time.monotonic() + 60

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pipeline import tracking
-from pipeline.tracking.ui import UI_HOST
+from pipeline.tracking.auth import login
+from pipeline.tracking.ui import LOGIN_FOLDER, UI_HOST
 from scripts.mlflow_ui import (
     CHROMIUM,
     chart_labels,
@@ -22,7 +23,7 @@ from scripts.mlflow_ui import (
     show_chart_view,
     wait_for_gap_table,
 )
-from tests.conftest import kill_group
+from tests.conftest import assert_login_required, kill_group
 from tests.test_tracking import committed_state
 
 pytestmark = pytest.mark.slow
@@ -70,7 +71,8 @@ def test_a_new_user_reaches_the_gap_from_the_ui_home(two_versions):
     """docs/tracking.md's walkthrough in a fresh browser, from the address
     `mlflow ui` serves: Model training, the experiment, Views > gap, the charts."""
     artifacts = two_versions.parent / "mlartifacts"
-    with mlflow_ui(two_versions, artifacts) as base, chromium_page() as page:
+    owner = login(two_versions.parent / LOGIN_FOLDER)
+    with mlflow_ui(two_versions, owner, artifacts) as base, chromium_page(owner) as page:
         open_gap_view(page, base, "test")
         assert_the_gap_of_each_version_shows(page)
 
@@ -96,6 +98,8 @@ def test_pipeline_ui_link_opens_the_gap_view_and_ctrl_c_stops_it(two_versions):
     try:
         first = ui.stdout.readline()
         assert first.startswith(f"MLflow UI at http://{UI_HOST}:"), first + ui.stderr.read()
+        password = two_versions.parent / LOGIN_FOLDER / "password"
+        assert f"(log in as admin, password in {password})" in first
         link = ui.stdout.readline().strip()
         assert link.endswith(
             f"/runs?workflowType=machine_learning&compareRunsMode=TABLE"
@@ -105,7 +109,8 @@ def test_pipeline_ui_link_opens_the_gap_view_and_ctrl_c_stops_it(two_versions):
         health = f"http://127.0.0.1:{port}/health"  # urllib need not resolve *.localhost
         with urllib.request.urlopen(health, timeout=10) as response:
             assert response.status == 200
-        with chromium_page() as page:
+        assert_login_required(f"http://127.0.0.1:{port}", login(password.parent))
+        with chromium_page(login(two_versions.parent / LOGIN_FOLDER)) as page:
             page.goto(link)
             wait_for_gap_table(page)
             assert_the_gap_of_each_version_shows(page)
@@ -118,6 +123,16 @@ def test_pipeline_ui_link_opens_the_gap_view_and_ctrl_c_stops_it(two_versions):
     assert ui.returncode == 0 and out.strip().endswith("stopped")
     with pytest.raises(OSError):
         urllib.request.urlopen(health, timeout=5)
+
+
+def test_the_ui_refuses_every_request_without_the_owner_s_login(tmp_path, store):
+    """Issue 34, case 3: any local user could read and change the store through the
+    UI's API. `pipeline.ui` says where the login is; the browser tests above log in."""
+    from pipeline.tracking.ui import mlflow_ui
+
+    owner = login(tmp_path / LOGIN_FOLDER)
+    with mlflow_ui(Path(store.removeprefix("sqlite:///")), owner) as base:
+        assert_login_required(base.replace(UI_HOST, "127.0.0.1"), owner)
 
 
 def test_pipeline_ui_without_a_store_says_what_to_run(tmp_path, monkeypatch):
@@ -182,7 +197,9 @@ def test_ctrl_c_leaves_no_ui_log_behind(tmp_path, monkeypatch, store):
     logs = tmp_path / "tmp"
     logs.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(logs))
-    with pytest.raises(KeyboardInterrupt), mlflow_ui(store.removeprefix("sqlite:///")):
+    database = Path(store.removeprefix("sqlite:///"))
+    owner = login(tmp_path / LOGIN_FOLDER)
+    with pytest.raises(KeyboardInterrupt), mlflow_ui(database, owner):
         assert len(list(logs.glob("mlflow-ui-*.log"))) == 1  # while it serves
         raise KeyboardInterrupt  # Ctrl-C
     assert list(logs.glob("mlflow-ui-*.log")) == []

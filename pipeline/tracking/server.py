@@ -11,8 +11,12 @@ store between starts. For workers on other machines, start it with
 --host 0.0.0.0 and make DIR/artifacts durable (or point --artifacts-destination
 at an object store by editing the command this module runs).
 
-PostgreSQL asks every connection for a password (scram-sha-256): a secret made on
-first start, kept in DIR/postgres/password (mode 0600). The MLflow server gets it
+The MLflow server asks every request but /health for a login (MLflow's
+basic-auth app, pipeline/tracking/auth.py): user admin, the password in
+DIR/auth/password; jobs give it as MLFLOW_TRACKING_USERNAME and
+MLFLOW_TRACKING_PASSWORD. PostgreSQL asks every connection for a password
+(scram-sha-256): a secret made on first start, kept in DIR/postgres/password
+(mode 0600). The MLflow server gets it
 through its environment, never on a command line or in a log. A port in use is
 an error before anything starts. PostgreSQL and MLflow run as children that
 Linux stops when this process dies, even by SIGKILL.
@@ -26,6 +30,7 @@ import ctypes
 import os
 import pwd
 import secrets
+import shlex
 import shutil
 import signal
 import subprocess
@@ -35,6 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.tracking.auth import APP_NAME, Login, login, write_secret
 from pipeline.tracking.serving import (
     START_TIMEOUT_S,
     check_port_free,
@@ -153,11 +159,8 @@ def _log_since(log: Path, offset: int) -> list[str]:
 
 
 def _write_secret(path: Path, secret: str, user: dict) -> None:
-    """Only its owner may read it: whoever runs PostgreSQL (initdb reads it; root
-    reads any file)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(secret)
+    """Only its owner may read it: whoever runs PostgreSQL (initdb reads it)."""
+    write_secret(path, secret)
     if user:
         shutil.chown(path, "postgres", "postgres")
 
@@ -248,18 +251,19 @@ def postgres(root: Path, port: int) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def mlflow_server(root: Path, backend: str, host: str, port: int) -> Iterator[str]:
-    """`mlflow server` on `backend` while the block runs; yields the tracking URI."""
+def mlflow_server(root: Path, backend: str, host: str, port: int, owner: Login) -> Iterator[str]:
+    """`mlflow server` on `backend`, behind `owner`'s login, while the block runs;
+    yields the tracking URI."""
     log = root / "mlflow-server.log"
     command = [
         sys.executable, "-m", "mlflow", "server",
         "--artifacts-destination", str(root / "artifacts"),
-        "--host", host, "--port", str(port), "--workers", "1",
+        "--host", host, "--port", str(port), "--workers", "1", "--app-name", APP_NAME,
     ]  # fmt: skip
     # The store URI holds PostgreSQL's password: not on the command line, which any
     # local user reads in /proc, but in the variable `mlflow server
     # --backend-store-uri` reads, which only this user and root can.
-    env = {**os.environ, "MLFLOW_BACKEND_STORE_URI": backend}
+    env = {**os.environ, "MLFLOW_BACKEND_STORE_URI": backend, **owner.server_env()}
     # No server-side jobs (GenAI scorers, which the pipeline does not use): their
     # consumer processes outlive a killed server and keep polling the store.
     env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] = "false"
@@ -274,15 +278,21 @@ def mlflow_server(root: Path, backend: str, host: str, port: int) -> Iterator[st
 
 @contextlib.contextmanager
 def tracking_server(root: Path, port: int | None = None, host: str = "127.0.0.1") -> Iterator[str]:
-    """PostgreSQL and `mlflow server` while the block runs; yields the tracking URI."""
+    """PostgreSQL and `mlflow server` while the block runs; yields the tracking URI.
+    Its login is `server_login(root)`."""
     root = Path(root).resolve()
     port = port or free_port()
     check_port_free(host, port)  # before anything starts
     with (
         postgres(root / "postgres", free_port()) as backend,
-        mlflow_server(root, backend, host, port) as uri,
+        mlflow_server(root, backend, host, port, server_login(root)) as uri,
     ):
         yield uri
+
+
+def server_login(root: Path) -> Login:
+    """The login of the tracking server whose store is in `root` (made on first use)."""
+    return login(Path(root) / "auth")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -293,8 +303,14 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         with tracking_server(args.dir, args.port, args.host) as uri:
+            owner = server_login(args.dir)
             print(f"tracking server: {uri} (PostgreSQL store and artifacts in {args.dir})")
             print(f"point jobs at it: tracking.uri={uri}  or  MLFLOW_TRACKING_URI={uri}")
+            secret = shlex.quote(str(owner.password_file))
+            print(
+                f"with its login: MLFLOW_TRACKING_USERNAME={owner.username} "
+                f'MLFLOW_TRACKING_PASSWORD="$(cat {secret})"'
+            )
             print("Ctrl-C stops it", flush=True)
             stop = {signal.SIGINT, signal.SIGTERM}
             stop_on_signals()  # neither ignored, even in a background job

@@ -8,6 +8,7 @@ schema nor lose a run.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import logging
@@ -158,11 +159,11 @@ def check_server(uri: str) -> None:
     """Fail within SERVER_TIMEOUT_S when a tracking server does not serve its API
     (MLflow's client would retry for minutes, after training), naming the URI.
 
-    The call is the client's own, a one-experiment search: a server answers /health
-    while its database is down, its API does not. An error status from 500 up, a
-    timeout or a refused connection fails; a 4xx passes as it always did: the server
-    is there, and a proxy, a login or an older server without the route answers it
-    (MLflow's client, with its credentials, reports what is wrong with its calls)."""
+    The call is the client's own, a one-experiment search with the client's login
+    (MLFLOW_TRACKING_USERNAME and _PASSWORD): a server answers /health while its
+    database is down, its API does not. An error status from 500 up, a refused
+    login (401), a timeout or a refused connection fails; another 4xx passes: the
+    server is there, and a proxy or an older server without the route answers it."""
     if not uri.startswith(("http://", "https://")):
         return
     search = urllib.request.Request(
@@ -171,10 +172,21 @@ def check_server(uri: str) -> None:
         headers={"Content-Type": "application/json"},
         method="POST",
     )
+    user = os.environ.get("MLFLOW_TRACKING_USERNAME")
+    if user:
+        token = f"{user}:{os.environ.get('MLFLOW_TRACKING_PASSWORD', '')}".encode()
+        search.add_header("Authorization", "Basic " + base64.b64encode(token).decode())
     try:
         with urllib.request.urlopen(search, timeout=SERVER_TIMEOUT_S):
             return
     except urllib.error.HTTPError as err:
+        if err.code == 401:
+            raise TrackingError(
+                f"MLflow tracking server {uri} refused the login"
+                + (f" of user {user!r}" if user else "")
+                + ": set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD to its login "
+                "(python -m pipeline.server prints them)"
+            ) from None
         if err.code < 500:
             return
         reason = f"HTTP {err.code} {err.reason}"

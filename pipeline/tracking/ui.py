@@ -2,7 +2,8 @@
 
 Starts `mlflow ui` on 127.0.0.1 (one worker) over the project's store, waits until
 it answers, prints the link to the experiment's saved gap view (the run-to-run
-gap across versions) and serves until Ctrl-C.
+gap across versions) and serves until Ctrl-C. It asks for a login
+(pipeline/tracking/auth.py): user admin, the password in .mlflow-auth/password.
 
 The address it prints is http://mlflow.localhost:<port>: browsers resolve any
 *.localhost name to loopback themselves (RFC 6761), and MLflow 3.17's Assistant
@@ -25,22 +26,27 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.tracking.auth import APP_NAME, Login
 from pipeline.tracking.serving import check_port_free, free_port, stop_on_signals, wait_serving
 
 START_TIMEOUT_S = 120
 UI_HOST = "mlflow.localhost"  # loopback, under a name the Assistant does not open on
+LOGIN_FOLDER = ".mlflow-auth"  # beside the store
 
 
 @contextmanager
-def mlflow_ui(store: Path, artifacts: Path | None = None, port: int | None = None) -> Iterator[str]:
-    """`mlflow ui` over a SQLite store on a loopback port; yields its base URL,
-    http://mlflow.localhost:<port> (127.0.0.1 and localhost answer too)."""
+def mlflow_ui(
+    store: Path, login: Login, artifacts: Path | None = None, port: int | None = None
+) -> Iterator[str]:
+    """`mlflow ui` over a SQLite store on a loopback port, behind `login`; yields its
+    base URL, http://mlflow.localhost:<port> (127.0.0.1 and localhost answer too)."""
     port = port or free_port()
     hosts = [f"{host}:{port}" for host in (UI_HOST, "127.0.0.1", "localhost")]
     command = [
         sys.executable, "-m", "mlflow", "ui",
         "--backend-store-uri", f"sqlite:///{Path(store).resolve()}",
         "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+        "--app-name", APP_NAME,
         # Its host check and CORS check know localhost and 127.0.0.1, not this name.
         "--allowed-hosts", ",".join(hosts),
         "--cors-allowed-origins", f"http://{UI_HOST}:{port}",
@@ -50,7 +56,7 @@ def mlflow_ui(store: Path, artifacts: Path | None = None, port: int | None = Non
     fd, name = tempfile.mkstemp(prefix="mlflow-ui-", suffix=".log")
     log = Path(name)
     # No GenAI job consumers: the pipeline has none, and they outlive the UI.
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **login.server_env()}
     with os.fdopen(fd, "wb") as sink:
         server = subprocess.Popen(
             command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True, env=env
@@ -98,6 +104,7 @@ def runs_url(base: str, experiment_id: str, mode: str = "TABLE", view: str | Non
 
 def main(argv: list[str] | None = None) -> None:
     from pipeline.config import TrackingConfig
+    from pipeline.tracking.auth import login
     from pipeline.tracking.store import experiment_id as find_experiment
     from pipeline.tracking.store import store_root
     from pipeline.tracking.view import GAP_VIEW
@@ -121,9 +128,11 @@ def main(argv: list[str] | None = None) -> None:
     try:
         if args.port:
             check_port_free("127.0.0.1", args.port)
-        with mlflow_ui(store, store.parent / "mlartifacts", args.port) as base:
+        owner = login(store.parent / LOGIN_FOLDER)
+        with mlflow_ui(store, owner, store.parent / "mlartifacts", args.port) as base:
             link = runs_url(base, experiment_id, view=GAP_VIEW)
-            print(f"MLflow UI at {base}; the gap across versions:\n{link}\nCtrl-C stops it.")
+            print(f"MLflow UI at {base} ({owner.how_to_log_in()}); the gap across versions:")
+            print(f"{link}\nCtrl-C stops it.")
             sys.stdout.flush()
             if args.open:
                 webbrowser.open(link)
