@@ -425,63 +425,6 @@ def test_seeds_at_the_ends_of_the_range_pass():
     assert cfg.data.seed + max(cfg.train.seeds) == 2**32 - 1
 
 
-TOO_BIG = [
-    ("data.sequences=100000000 data.split=[99999640,180,180]", "data.split"),
-    ("data.steps=10000000", "data.steps=10000000"),
-    ("study.bootstrap=1000000000", "study.bootstrap=1000000000"),
-    ("faithfulness.ig_steps=100000000", "faithfulness.ig_steps=100000000"),
-    ("model=multihead model.heads=1000000", "model.heads=1000000"),
-    ("model.d_k=100000000", "model.d_k=100000000"),
-    ("model.d_v=100000000", "model.d_v=100000000"),
-    ("study.seeds=1000000", "study.seeds=1000000"),
-    ("study.chunk=1000000 study.seeds=1000000", "study.chunk=1000000"),
-]
-
-
-@pytest.mark.parametrize(("overrides", "message"), TOO_BIG)
-def test_configs_that_cannot_fit_in_memory_are_refused(overrides, message):
-    text = refusal(overrides.split())
-    assert text.startswith(f"invalid config value {message}"), text
-    assert "needs about " in text and text.endswith("more than the 8 GiB limit")
-    assert "\n" not in text
-
-
-@pytest.mark.parametrize(
-    "overrides",
-    [[], ["model=sink"], ["model=multihead"], ["model=posenc"], ["model=window"]]
-    + [["study.seeds=10000"], ["model=window", "study.seeds=10000"]],
-)
-def test_the_lesson_every_variant_and_a_large_study_fit(overrides):
-    from pipeline.config import MAX_BYTES
-    from pipeline.config.memory import estimated_bytes
-
-    assert estimated_bytes(validate(compose(overrides))) < MAX_BYTES / 2
-
-
-def test_the_memory_estimate_counts_the_chunks_that_run_at_once(torch_threads):
-    """Chunks on threads of our own hold their temporaries at once: two threads, two
-    study chunks (the lesson's 1000 seeds are four); one chunk, one set."""
-    from pipeline.config.memory import memory_terms
-
-    def term(name: str, threads: int, *overrides: str) -> int:
-        torch_threads(threads)
-        terms = memory_terms(validate(compose(list(overrides)), sizes=False))
-        return next(t.bytes for t in terms if t.what == name)
-
-    for name in ("training", "step ablation", "integrated gradients"):
-        assert term(name, 2) == 2 * term(name, 1), name
-    assert term("training", 2, "study.seeds=250") == term("training", 1, "study.seeds=250")
-
-
-def test_the_memory_estimate_counts_what_the_pipeline_allocates():
-    from pipeline.analysis import faithfulness
-    from pipeline.config.memory import BATTERY_RUNS
-    from pipeline.files import byte_size
-
-    assert BATTERY_RUNS == faithfulness.SEED_CHUNK
-    assert (byte_size(1536), byte_size(8 * 2**30), byte_size(3)) == ("1.5 KiB", "8 GiB", "3 B")
-
-
 # --- issue 34: links, and outputs that would overwrite each other ---------------------------
 
 

@@ -1,4 +1,15 @@
-"""How much memory a configuration needs at most, refused before anything runs.
+"""How much memory each stage of a configuration needs at most, refused before
+anything runs.
+
+Every stage is a process of its own (DVC runs them one after another), so the
+check is the largest stage's estimate: the interpreter with its libraries, plus
+the dominant allocations of that stage, each a product of config sizes. The grid's
+cells are stages too (grid@<cell>): the study's machinery on grid.seeds seeds (and
+the shuffled control of an order task beside them), then the faithfulness battery
+on the first grid.faithfulness_seeds. A stage's estimate is what it keeps
+throughout plus its largest phase (training, or the battery), kept at or above
+the measured peak and within twice it (benchmarks/bench_memory.py,
+tests/test_memory.py).
 
 The kind's own factors (its heads, a layer before the pooling, its parameter
 count) come from its module (pipeline/models/interface.py), so this check imports
@@ -12,6 +23,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from pipeline import tasks
+from pipeline.config.cells import cell_config
 from pipeline.config.schema import MAX_BYTES, Config, ModelConfig
 from pipeline.errors import ConfigError
 from pipeline.files import byte_size
@@ -21,9 +34,21 @@ from pipeline.models.threads import workers
 DTYPE_BYTES = {"float64": 8, "float32": 4}
 DATA_CELL_BYTES = 96  # a (sequence, step) reading: Python float in its row, frame, tensor
 PYTHON_FLOAT_BYTES = 32  # an init value is drawn as a Python float, then kept
+# Measured on 2 cores (benchmarks/bench_memory.py): a stage process with torch,
+# pandas, numba and matplotlib loaded peaks at 316-392 MiB before its work; the
+# threads that train or explain add their torch and numba state and the heap
+# their many chunks leave behind.
+PROCESS_BYTES = 400 * 2**20
+THREADS_BYTES = 200 * 2**20
 # Runs per batch of the faithfulness battery (pipeline.analysis.faithfulness.SEED_CHUNK,
 # which imports this module's callers; tests check they agree).
 BATTERY_RUNS = 16
+TRAINING_STAGES = ("train", "study", "faithfulness")  # work on our threads or numba's
+# The faithfulness stage runs the battery over every study seed, 16 at a time:
+# glibc's heap grows over its many chunks (measured: 1.47x one pair's peak for the
+# lesson at 1000 seeds, 1.50x for window 12 at 2000, with the fixed part), which
+# the fit of one pair (battery_values) does not see.
+MANY_CHUNKS_HEAP = 1.3
 
 
 @dataclass(frozen=True)
@@ -33,6 +58,7 @@ class MemoryTerm:
 
     what: str
     factors: tuple[tuple[str, str, int], ...]
+    phase: str = ""  # "" lives the whole stage; terms of one phase are freed before the next
 
     @property
     def bytes(self) -> int:
@@ -56,58 +82,52 @@ class MemoryTerm:
 
 def at_once(chunk: int, runs: int) -> int:
     """Runs in flight when `runs` go `chunk` at a time, one chunk per thread of ours."""
-    return chunk * workers(math.ceil(runs / chunk))
+    return min(runs, chunk * workers(math.ceil(runs / chunk)))
 
 
-def memory_terms(cfg: Config) -> list[MemoryTerm]:
-    """The dominant allocations of a configuration, each a product of config sizes.
+def battery_values(model: ModelConfig) -> tuple[int, int]:
+    """Per (run, held-out example, step) values the faithfulness battery holds at once:
+    per step of integrated gradients' path through the model, and once (the removal
+    curves and the other explainers). Fitted to peaks measured at ig_steps 10 to 200
+    on the lesson, multihead with 2 and 4 heads, window 2, 3 and 12: the fit stays
+    at or above every stage's measured peak (the faithfulness stage's by 12%)."""
+    heads, layer = interface.pooling_heads(model), interface.layer_values(model)
+    return 16 + 3 * (heads - 1) + layer, 400 + 250 * (heads - 1) + 45 * layer
 
-    The per-element value counts are rounded up from peak memory measured on the
-    lesson's sizes (250 runs; multihead with 2 and 8 heads; window 3 and 12;
-    ig_steps 1 to 400). Stages run one after another, so the sum is an upper bound.
-    """
-    data, model, study = cfg.data, cfg.model, cfg.study
+
+def _kind_key(model: ModelConfig) -> str:
+    """The config key that sizes a kind's per-step values: its heads or its window."""
+    if interface.pooling_heads(model) > 1:
+        return "model.heads"
+    return "model.window" if interface.layer_values(model) else ""
+
+
+def study_terms(cfg: Config, seeds: int, seeds_key: str, sets: int = 1) -> list[MemoryTerm]:
+    """The study's machinery (pipeline/analysis/study.py) on `seeds` seeds of each of
+    `sets` training sets, their chunks sharing our threads."""
+    data, model = cfg.data, cfg.model
     size = ("bytes", "", DTYPE_BYTES[cfg.train.dtype])
     train_n, _, heldout_n = data.split
     steps = ("steps", "data.steps", data.steps)
     heldout = ("held-out", "data.split", heldout_n)
     heads = interface.pooling_heads(model)
-    # Per (run, example, step): scores, weights and readouts of each head, and
-    # for window the layer's keys, values, scores and weights of each offset.
-    pooling = ("values", "model.heads" if heads > 1 else "", 2 + 2 * heads)
-    layer = ("values", "model.window", interface.layer_values(model))
-    # Trained and evaluated together: all of train.seeds, or the study chunks that
-    # run at once (one per thread, pipeline/models/threads.py).
-    lesson_runs = len(cfg.train.seeds)
-    study_runs = at_once(min(study.chunk, study.seeds), study.seeds)
-    runs = (
-        "runs",
-        "train.seeds" if lesson_runs > study_runs else "study.chunk",
-        max(lesson_runs, study_runs),
-    )
-    battery_runs = at_once(BATTERY_RUNS, study.seeds)
+    chunk = min(cfg.study.chunk, seeds)
+    in_flight = min(sets * seeds, chunk * workers(sets * math.ceil(seeds / chunk)))
+    runs = ("runs", "study.chunk" if cfg.study.chunk <= seeds else seeds_key, in_flight)
     per_run = interface.parameter_count(model, data.steps)
     sizes = {"model.d_k": model.d_k, "model.d_v": model.d_v, "data.steps": data.steps}
     if heads > 1:
         sizes["model.heads"] = heads
-    parameters = ("parameters per run", max(sizes, key=sizes.__getitem__), per_run)
-    examples = train_n + heldout_n
+    size_key = max(sizes, key=sizes.__getitem__)  # what a run's parameter count grows with
+    layer = interface.layer_values(model)
     kept = 10 + 2 * heads  # per-example values the study keeps per held-out example
     return [
         MemoryTerm(
-            "the sequences",
-            (
-                ("sequences", "data.sequences", data.sequences),
-                steps,
-                ("bytes", "", DATA_CELL_BYTES),
-            ),
-        ),
-        MemoryTerm(
             "the parameters",
-            # A batch's init as Python floats, then every study run's trained values.
+            # A batch's init as Python floats, then every run's trained values.
             (
-                parameters,
-                ("runs", "study.seeds", runs[2] + study.seeds),
+                ("parameters per run", size_key, per_run),
+                ("runs", seeds_key, in_flight + sets * seeds),
                 ("bytes", "", PYTHON_FLOAT_BYTES),
             ),
         ),
@@ -120,29 +140,35 @@ def memory_terms(cfg: Config) -> list[MemoryTerm]:
                 ("values", "", 4 + 2 * heads),
                 size,
             ),
+            phase="training",
         ),
         MemoryTerm(
             "step ablation",
-            (runs, heldout, ("masks", "data.steps", data.steps), steps, pooling, size),
-        ),
-        MemoryTerm(
-            "the window layer", (runs, ("examples", "data.split", examples), steps, layer, size)
-        ),
-        MemoryTerm(
-            "integrated gradients",
             (
-                ("ig_steps", "faithfulness.ig_steps", cfg.faithfulness.ig_steps),
-                ("runs", "", battery_runs),
+                runs,
                 heldout,
+                ("masks", "data.steps", data.steps),
                 steps,
-                ("values", "", 8 + 2 * heads + layer[2]),
+                ("values", "", 1 + heads),
                 size,
             ),
+            phase="training",
         ),
         MemoryTerm(
-            "the study's per-example values",
+            "the window layer",
             (
-                ("study seeds", "study.seeds", study.seeds),
+                runs,
+                ("examples", "data.split", train_n + heldout_n),
+                steps,
+                ("values", _kind_key(model), layer and 8 + layer // 4),
+                size,
+            ),
+            phase="training",
+        ),
+        MemoryTerm(
+            "the per-example values",
+            (
+                ("seeds", seeds_key, sets * seeds),
                 ("values", "data.split", heldout_n * kept + train_n),
                 size,
                 ("copies", "", 2),
@@ -151,34 +177,135 @@ def memory_terms(cfg: Config) -> list[MemoryTerm]:
         MemoryTerm(
             "the bootstrap",
             (
-                ("bootstrap", "study.bootstrap", study.bootstrap),
-                ("draws", "study.seeds", study.seeds + examples),
+                ("bootstrap", "study.bootstrap", cfg.study.bootstrap),
+                ("draws", seeds_key, seeds + data.sequences),
                 ("bytes", "", 24),
             ),
         ),
     ]
 
 
+def battery_terms(cfg: Config, runs: int, runs_key: str, heap: float = 1.0) -> list[MemoryTerm]:
+    """The faithfulness battery (pipeline/analysis/faithfulness.py) on `runs` runs:
+    integrated gradients' path, and the rest beside it; `heap`, what its chunks
+    leave in the heap, as a factor."""
+    per_ig_step, once = (math.ceil(values * heap) for values in battery_values(cfg.model))
+    shared = (
+        ("runs", runs_key, at_once(BATTERY_RUNS, runs)),
+        ("held-out", "data.split", cfg.data.split[2]),
+        ("steps", "data.steps", cfg.data.steps),
+    )
+    size = ("bytes", "", DTYPE_BYTES[cfg.train.dtype])
+    ig_steps = ("ig_steps", "faithfulness.ig_steps", cfg.faithfulness.ig_steps)
+    key = _kind_key(cfg.model)
+    return [
+        MemoryTerm(
+            "integrated gradients",
+            (*shared, ig_steps, ("values", key, per_ig_step), size),
+            phase="battery",
+        ),
+        MemoryTerm("the battery's curves", (*shared, ("values", key, once), size), phase="battery"),
+    ]
+
+
+def sequences_term(cfg: Config) -> MemoryTerm:
+    return MemoryTerm(
+        "the sequences",
+        (
+            ("sequences", "data.sequences", cfg.data.sequences),
+            ("steps", "data.steps", cfg.data.steps),
+            ("bytes", "", DATA_CELL_BYTES),
+        ),
+    )
+
+
+def grid_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
+    """A grid cell (pipeline/analysis/grid.py): the study on grid.seeds seeds, beside
+    it the shuffled control of an order task, then the battery."""
+    cell = cell_config(cfg, task, variant)
+    sets = 2 if getattr(tasks.task_module(task), "ORDERED", False) else 1
+    battery_runs = min(cfg.grid.faithfulness_seeds, cfg.grid.seeds)
+    key = (
+        "grid.seeds" if cfg.grid.seeds <= cfg.grid.faithfulness_seeds else "grid.faithfulness_seeds"
+    )
+    return [
+        sequences_term(cell),
+        *study_terms(cell, cfg.grid.seeds, "grid.seeds", sets),
+        *battery_terms(cell, battery_runs, key),
+    ]
+
+
+def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
+    """The dominant allocations of each stage that computes (dvc.yaml's names)."""
+    lesson_runs = len(cfg.train.seeds)
+    lesson = study_terms(cfg, lesson_runs, "train.seeds")
+    by_name = {term.what: term for term in lesson}
+    study = study_terms(cfg, cfg.study.seeds, "study.seeds")
+    stages = {
+        "generate": [sequences_term(cfg)],
+        "train": [sequences_term(cfg), by_name["the parameters"], by_name["training"]],
+        "evaluate": [sequences_term(cfg), by_name["step ablation"], by_name["the window layer"]],
+        "study": [sequences_term(cfg), *study],
+        "faithfulness": [
+            sequences_term(cfg),
+            study[0],  # the study's parameters, read
+            *battery_terms(cfg, cfg.study.seeds, "study.seeds", MANY_CHUNKS_HEAP),
+        ],
+        "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
+    }
+    for name, cell in cfg.grid.cells.items():
+        stages[f"grid@{name}"] = grid_cell_terms(cfg, cell.task, cell.variant)
+    return stages
+
+
+def stage_bytes(stage: str, terms: list[MemoryTerm]) -> int:
+    """About how much memory a stage needs at most: the process, its threads where it
+    trains or explains, what it keeps throughout, and its largest phase (training,
+    then the battery: a grid cell frees the one before the other starts)."""
+    threads = THREADS_BYTES if stage in TRAINING_STAGES or stage.startswith("grid@") else 0
+    kept = sum(term.bytes for term in terms if not term.phase)
+    phases: dict[str, int] = {}
+    for term in terms:
+        if term.phase:
+            phases[term.phase] = phases.get(term.phase, 0) + term.bytes
+    return PROCESS_BYTES + threads + kept + max(phases.values(), default=0)
+
+
+def stage_estimates(cfg: Config) -> dict[str, int]:
+    """Each computing stage's estimated peak, in bytes."""
+    return {stage: stage_bytes(stage, terms) for stage, terms in stage_terms(cfg).items()}
+
+
 def estimated_bytes(cfg: Config) -> int:
-    """About how much memory `cfg` needs at most: the sum of `memory_terms`."""
-    return sum(term.bytes for term in memory_terms(cfg))
+    """About how much memory `cfg` needs at most: its largest stage's estimate."""
+    return max(stage_estimates(cfg).values())
+
+
+def _reference_terms(cfg: Config, stage: str) -> list[MemoryTerm]:
+    """The same stage's terms on the defaults of the same model kind (a grid cell: the
+    same task and variant at the grid's default sizes)."""
+    defaults = Config(model=ModelConfig(kind=cfg.model.kind))
+    if stage.startswith("grid@"):
+        cell = cfg.grid.cells[stage.removeprefix("grid@")]
+        return grid_cell_terms(defaults, cell.task, cell.variant)
+    return stage_terms(defaults)[stage]
 
 
 def check_memory(cfg: Config) -> None:
-    """Refuse, before anything runs, a configuration that cannot fit in MAX_BYTES."""
-    total = estimated_bytes(cfg)
-    if total <= MAX_BYTES:
+    """Refuse, before anything runs, a configuration whose largest stage cannot fit
+    in MAX_BYTES, naming the key of its largest allocation."""
+    estimates = stage_estimates(cfg)
+    stage = max(estimates, key=estimates.__getitem__)
+    if estimates[stage] <= MAX_BYTES:
         return
-    terms = memory_terms(cfg)
+    terms = stage_terms(cfg)[stage]
     largest = max(terms, key=lambda term: term.bytes)
-    # The defaults of the same model kind: the same terms, factor by factor.
-    reference = Config(model=ModelConfig(kind=cfg.model.kind))
-    key = largest.blamed(memory_terms(reference)[terms.index(largest)])
+    key = largest.blamed(_reference_terms(cfg, stage)[terms.index(largest)])
     value: Any = cfg
     for name in key.split("."):
         value = getattr(value, name)
     raise ConfigError(
-        f"invalid config value {key}={value!r}: "
-        f"needs about {byte_size(total)} ({largest.describe()}), more than the "
+        f"invalid config value {key}={value!r}: stage {stage} needs about "
+        f"{byte_size(estimates[stage])} ({largest.describe()}), more than the "
         f"{byte_size(MAX_BYTES)} limit"
     )

@@ -1,0 +1,111 @@
+"""Peak memory of every stage against its estimate (pipeline/config/memory.py).
+
+    python benchmarks/bench_memory.py [--config "override ..."] ...
+
+Runs each stage of the pipeline as DVC does, `python -m pipeline.stages.<stage>`,
+in a fresh clone of this project with params.yaml composed from `--config`'s
+overrides (tracking off), one after another, and prints each process's peak
+resident memory (wait4's ru_maxrss) beside the stage's estimate and their ratio.
+The config check refuses a configuration whose largest estimate is over the
+limit; the estimate should be at or above the peak and at most twice it
+(tests/test_memory.py checks a few configurations the same way).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from pipeline.config import PROJECT_ROOT, validate
+from pipeline.config.load import composed_yaml
+from pipeline.config.memory import stage_estimates
+
+DEFAULT_CONFIGS = [
+    "grid.seeds=20",
+    "model=multihead study.seeds=250 grid.seeds=300 faithfulness.ig_steps=20",
+    "model=window model.window=12 study.seeds=2000 train.seeds=[1,2,3,4,5,6,7,8]",
+]
+
+
+def stage_commands(cfg) -> dict[str, list[str]]:
+    """Each stage's command line, in dvc.yaml's order (the grid's cells by name)."""
+    commands = {
+        stage: [sys.executable, "-m", f"pipeline.stages.{stage}"]
+        for stage in ("generate", "train", "evaluate", "study", "faithfulness")
+    }
+    for name, cell in cfg.grid.cells.items():
+        commands[f"grid@{name}"] = [
+            sys.executable, "-m", "pipeline.stages.grid", cell.task, cell.variant
+        ]  # fmt: skip
+    commands["report"] = [sys.executable, "-m", "pipeline.stages.report"]
+    return commands
+
+
+def peak_rss(command: list[str], cwd: Path) -> int:
+    """The peak resident memory of `command`'s process, in bytes."""
+    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    stderr = process.stderr.read()
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[2:])} failed: {stderr.decode()[-2000:]}")
+    return usage.ru_maxrss * 1024  # KiB on Linux
+
+
+def project_copy(dest: Path) -> Path:
+    """The project's tracked files (its committed outputs included), no git history."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=PROJECT_ROOT, check=True, capture_output=True
+    ).stdout.split(b"\0")
+    for name in filter(None, (item.decode() for item in listed)):
+        source = PROJECT_ROOT / name
+        if source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+    return dest
+
+
+def measure(project: Path, overrides: list[str], stages: list[str] | None = None) -> list[tuple]:
+    """(stage, measured peak, estimate) for each stage of the config of `overrides`,
+    run in `project` (a copy: its params.yaml and outputs are replaced)."""
+    overrides = [*overrides, "tracking.enabled=false"]
+    (project / "params.yaml").write_text(composed_yaml(overrides))
+    cfg = validate(compose_params(project))
+    estimates = stage_estimates(cfg)
+    rows = []
+    for stage, command in stage_commands(cfg).items():
+        if stages is None or stage in stages or stage.split("@")[0] in stages:
+            rows.append((stage, peak_rss(command, project), estimates[stage]))
+    return rows
+
+
+def compose_params(project: Path):
+    from omegaconf import OmegaConf
+
+    return OmegaConf.load(project / "params.yaml")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", action="append", help="overrides, space-separated")
+    parser.add_argument("--stage", action="append", help="only these (grid: every cell)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-memory-") as folder:
+        project = project_copy(Path(folder))
+        for config in args.config or DEFAULT_CONFIGS:
+            print(f"\n{config}")
+            print(f"{'stage':34} {'peak MiB':>9} {'est MiB':>9} {'est/peak':>8}")
+            for stage, peak, estimate in measure(project, config.split(), args.stage):
+                print(
+                    f"{stage:34} {peak / 2**20:9.0f} {estimate / 2**20:9.0f} {estimate / peak:8.2f}"
+                )
+                sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
