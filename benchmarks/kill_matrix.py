@@ -1,6 +1,6 @@
 """Every stage killed mid-work by SIGKILL, SIGTERM and SIGINT, then two runs at once.
 
-    python benchmarks/kill_matrix.py [--stage train ...] [--skip-concurrent]
+    python -m benchmarks.kill_matrix [--stage train ...] [--skip-concurrent]
 
 In a fresh copy of this project (its committed outputs, a git repository of its
 own), params.yaml moves to another data seed, so every stage's outputs change.
@@ -13,7 +13,8 @@ outputs or none: its files must be all old or all new, with no temporary file
 left; then the stage runs again and must give the new files byte for byte.
 After the track stage's kills, no MLflow run may be left RUNNING.
 
-Then the runs at once: two `dvc repro` of the default config (the second must
+Back on the default params, `dvc repro` must give the committed bytes. Then the
+runs at once: two `dvc repro` of the default config (the second must
 stop at DVC's lock, and the outputs stay the committed bytes), and two queued
 experiments run by two workers (both must succeed).
 """
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -111,10 +113,39 @@ def running_runs(project: Path) -> int:
     return int((runs["status"] == "RUNNING").sum()) if len(runs) else 0
 
 
+LOGGING_STAGES = ("track", "next_lesson")  # their work is logging to the MLflow store
+STORE = ("mlflow.db", "mlartifacts")
+
+
+def save_store(project: Path, dest: Path) -> None:
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir()
+    for name in STORE:
+        if (project / name).is_dir():
+            shutil.copytree(project / name, dest / name)
+        elif (project / name).exists():
+            shutil.copy2(project / name, dest / name)
+
+
+def restore_store(project: Path, saved: Path) -> None:
+    """The store as it was before the stage first logged: each kill hits a log."""
+    for name in STORE:
+        if (project / name).is_dir():
+            shutil.rmtree(project / name)
+        (project / name).unlink(missing_ok=True)
+        if (saved / name).is_dir():
+            shutil.copytree(saved / name, project / name)
+        elif (saved / name).exists():
+            shutil.copy2(saved / name, project / name)
+
+
 def kill_stage(project: Path, stage: str) -> list[str]:
     """The stage's rows of the matrix; leaves its new outputs in place."""
     before = snapshot(project)
     original = contents(project, set(before))
+    saved = project.parent / "store-before"
+    if stage in LOGGING_STAGES:
+        save_store(project, saved)
     started = time.monotonic()
     assert run(stage_command(stage), project) == 0, f"{stage} failed unkilled"
     took = time.monotonic() - started
@@ -126,6 +157,8 @@ def kill_stage(project: Path, stage: str) -> list[str]:
     for name, signum in SIGNALS.items():
         for fraction in FRACTIONS:
             restore(project, old)
+            if stage in LOGGING_STAGES:
+                restore_store(project, saved)
             code = run(stage_command(stage), project, (took * fraction, signum))
             now = snapshot(project)
             states = {"old" if now.get(n) == before.get(n) else "new" if now.get(n) == after.get(n)
@@ -146,17 +179,32 @@ def kill_stage(project: Path, stage: str) -> list[str]:
     return rows
 
 
+def recover(project: Path) -> str:
+    """Back on the default params, `dvc repro` must give the committed bytes."""
+    result = subprocess.run(["dvc", "repro"], cwd=project, capture_output=True, text=True)
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True,
+                            text=True).stdout  # fmt: skip
+    ok = result.returncode == 0 and status == ""
+    changed = len(status.splitlines())
+    return (
+        f"dvc repro back on the default params: exit {result.returncode}, "
+        f"{changed} committed files changed  {'ok' if ok else 'FAILED'}"
+    )
+
+
 def concurrent(project: Path) -> list[str]:
     rows = []
     first = subprocess.Popen(
         ["dvc", "repro", "--force", "-s", "study"], cwd=project,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     time.sleep(3)
     second = subprocess.run(
         ["dvc", "repro", "--force", "-s", "train"], cwd=project, capture_output=True, text=True
     )
-    code = first.wait()
+    first_said = first.communicate()[1]
+    code = first.returncode
+    print(first_said[-1500:], second.stderr[-1500:], sep="\n---\n", flush=True)
     status = subprocess.run(["git", "status", "--porcelain"], cwd=project, capture_output=True,
                             text=True).stdout  # fmt: skip
     said = (second.stderr.strip().splitlines() or [""])[-1][:100]
@@ -214,8 +262,8 @@ def main() -> None:
             else:
                 assert run(stage_command(stage), project) == 0, stage
         (project / "params.yaml").write_bytes(default)
-        subprocess.run(["git", "checkout", "--", "."], cwd=project, check=True)
-        subprocess.run(["git", "clean", "-fdq", "data", "models", "reports"], cwd=project)
+        rows.append(recover(project))
+        print(rows[-1], flush=True)
         if not args.skip_concurrent:
             rows += concurrent(project)
         failed = [row for row in rows if row.endswith("FAILED")]

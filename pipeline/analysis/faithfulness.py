@@ -55,7 +55,13 @@ import torch
 
 from pipeline import ties
 from pipeline.analysis.explainers import EXPLAINERS, IG_STEPS, explain
-from pipeline.analysis.faithfulness_names import HIGHER_IS_BETTER, METRICS, RANDOM, competitors
+from pipeline.analysis.faithfulness_names import (
+    HIGHER_IS_BETTER,
+    METRICS,
+    MODEL_METRICS,
+    RANDOM,
+    competitors,
+)
 from pipeline.config import FaithfulnessConfig
 from pipeline.models.interface import forward
 from pipeline.models.params import Params
@@ -260,6 +266,21 @@ def battery_tensors(
     }
 
 
+def applicable_metrics(rationale_rows: list[list[bool]]) -> tuple[str, ...]:
+    """The battery's metrics that apply to a task's rationale rows (N, T): the rationale
+    metrics only where it singles out steps; against every step they are constant."""
+    return MODEL_METRICS if all(map(all, rationale_rows)) else METRICS
+
+
+def task_rationale(kind: str, marked: torch.Tensor, steps: int) -> torch.Tensor:
+    """The steps that decide each held-out label, as the task defines them (its
+    `rationale`): a bool (N, T) mask. For the lesson, the one-hot of the marked step."""
+    from pipeline import tasks
+
+    rows = tasks.rationale_rows(kind, marked.tolist(), steps)
+    return torch.tensor(rows, dtype=torch.bool, device=marked.device)
+
+
 def battery(
     params: Params,
     inputs: torch.Tensor,
@@ -309,7 +330,8 @@ def first_shares(table: dict[str, dict[str, torch.Tensor]]) -> dict:
     Ties count for every tied row (so shares may add up to more than 1).
     """
     shares: dict[str, dict[str, float]] = {row: {} for row in table}
-    for metric, higher in HIGHER_IS_BETTER.items():
+    for metric in next(iter(table.values())):  # the metrics the table holds
+        higher = HIGHER_IS_BETTER[metric]
         rows = competitors(list(table), metric)
         values = torch.stack([table[row][metric] for row in rows])  # (E, S)
         firsts = ties.at_max(values if higher else -values, dim=0).to(torch.float64).mean(1)

@@ -20,7 +20,7 @@ focused on the marker (marker mass >= FOCUSED) and another spread (>= SPREAD).
 The faithfulness battery (pipeline/analysis/faithfulness.py) scores every
 explainer on the cell's first grid.faithfulness_seeds seeds, against the model and
 against the task's rationale (`rationale` of pipeline/tasks/: the steps that decide
-the label); only the metrics that apply to it (`battery_metrics`).
+the label); only the metrics that apply to it (`faithfulness.applicable_metrics`).
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ import torch
 
 from pipeline import data, tasks, ties
 from pipeline.analysis import capacity, faithfulness, metrics, stats, study
-from pipeline.analysis.faithfulness_names import METRICS, MODEL_METRICS
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
 from pipeline.models import frames, interface
@@ -108,12 +107,6 @@ def heads_summary(mass: torch.Tensor, entropy: torch.Tensor) -> dict:
     }
 
 
-def battery_metrics(rows: list[list[int]]) -> tuple[str, ...]:
-    """The battery's metrics that apply to a task's rationale rows (N, T): the rationale
-    metrics only where it singles out steps; against every step they are constant."""
-    return MODEL_METRICS if all(map(all, rows)) else METRICS
-
-
 def cell_battery(
     cfg: Config, task: str, runs: study.SeedRuns, heldout: tuple[torch.Tensor, ...]
 ) -> dict:
@@ -122,20 +115,18 @@ def cell_battery(
     inputs, _, marked = heldout
     count = min(cfg.grid.faithfulness_seeds, len(runs.seeds))
     params = interface.from_flat(runs.params[:count].to(inputs), cfg.model, cfg.data.steps)
-    rows = tasks.rationale_rows(task, marked.tolist(), cfg.data.steps)
+    rationale = faithfulness.task_rationale(task, marked, cfg.data.steps)
     table = faithfulness.battery_tensors(
         params,
         inputs,
-        torch.tensor(rows, device=inputs.device),
+        rationale,
         runs.seeds[:count],
         n_steps=cfg.faithfulness.ig_steps,
         order_seed=cfg.faithfulness.order_seed,
     )
-    summary = faithfulness.study_summary(table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
-    applies = battery_metrics(rows)
-    for row, numbers in summary["explainers"].items():
-        summary["explainers"][row] = {m: numbers[m] for m in applies}
-    return summary
+    applies = faithfulness.applicable_metrics(rationale.tolist())
+    table = {row: {m: metrics[m] for m in applies} for row, metrics in table.items()}
+    return faithfulness.study_summary(table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
 
 
 def run_cell(cfg: Config, task: str, variant: str) -> dict:

@@ -1,8 +1,9 @@
 """Stage faithfulness: the explainer battery for the lesson's runs and the study's.
 
 Writes reports/faithfulness.json (per train.seeds run, every explainer and
-metric), and for every study run the per-run numbers (a DVC-cached parquet) and
-their summary (reports/study/faithfulness.json).
+metric; the rationale metrics score against the task's rationale, its
+`rationale` of pipeline/tasks/), and for every study run the per-run numbers (a
+DVC-cached parquet) and their summary (reports/study/faithfulness.json).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict
     return faithfulness.battery_tensors(
         params.map(lambda t: t.to(device)),
         inputs,
-        marked,
+        faithfulness.task_rationale(cfg.task.kind, marked, cfg.data.steps),
         seeds,
         n_steps=cfg.faithfulness.ig_steps,
         order_seed=cfg.faithfulness.order_seed,
@@ -55,7 +56,7 @@ def run(
         params.map(lambda t: t.to(device)),
         inputs,
         labels,
-        marked,
+        faithfulness.task_rationale(cfg.task.kind, marked, cfg.data.steps),
         seeds,
         n_steps=cfg.faithfulness.ig_steps,
         order_seed=cfg.faithfulness.order_seed,
