@@ -370,3 +370,62 @@ def test_committed_battery_agrees_with_the_lesson_metrics():
 def test_bad_battery_values_name_the_key(override, key):
     with pytest.raises(ConfigError, match=rf"invalid config value {key}="):
         validate(compose([override]))
+
+
+# --- the task's rationale (issue 30, item 6) --------------------------------------------------
+
+
+def test_a_task_s_rationale_is_the_steps_its_rule_reads():
+    """By hand: rise reads the marked step and the one before it; the lesson, the
+    marked step alone; two_patterns, every step (its rationale metrics then apply
+    nowhere)."""
+    marked = torch.tensor([2, 5])
+    rise = faithfulness.task_rationale("rise", marked, 6)
+    assert rise.tolist() == [
+        [False, True, True, False, False, False],
+        [False, False, False, False, True, True],
+    ]
+    lesson = faithfulness.task_rationale("lesson", marked, 6)
+    assert lesson.tolist() == torch.nn.functional.one_hot(marked, 6).bool().tolist()
+    every = faithfulness.task_rationale("two_patterns", marked, 6)
+    assert faithfulness.applicable_metrics(every.tolist()) == faithfulness.MODEL_METRICS
+    assert faithfulness.applicable_metrics(rise.tolist()) == faithfulness.METRICS
+
+
+def test_the_lesson_stage_scores_against_the_task_s_rationale(monkeypatch):
+    """With task.kind=rise, hit@1, rank and AUPRC were scored against the marked step
+    alone; the stage now passes the task's rationale, as the grid does."""
+    from pipeline import data
+    from pipeline.models import frames
+    from pipeline.stages import faithfulness as stage
+
+    cfg = validate(compose(["task=rise", "train.epochs=1"]), sizes=False)
+    frame = data.generate(cfg.data, "rise")
+    _, _, marked = frames.split_tensors(cfg, frame, "heldout", torch.device("cpu"), torch.float64)
+    passed = {}
+
+    def record(params, inputs, rationale, seeds, **_):
+        passed["rationale"] = rationale
+        return {}
+
+    monkeypatch.setattr(stage.faithfulness, "battery_tensors", record)
+    table = frames.params_to_frame(
+        lesson_model_params(cfg), cfg.train.seeds, cfg.model, cfg.data.steps
+    )
+    stage.battery_table(cfg, frame, table)
+    expected = faithfulness.task_rationale("rise", marked, cfg.data.steps)
+    assert torch.equal(passed["rationale"], expected)
+    assert int(expected.sum()) == 2 * len(marked)  # two steps per example, not one
+
+
+def lesson_model_params(cfg) -> Params:
+    from pipeline.models import interface
+
+    return interface.init_params(
+        cfg.data.seed,
+        cfg.train.seeds,
+        cfg.model,
+        cfg.data.steps,
+        torch.float64,
+        torch.device("cpu"),
+    )
