@@ -57,10 +57,15 @@ def peak_rss(command: list[str], cwd: Path) -> int:
     return usage.ru_maxrss * 1024  # KiB on Linux
 
 
-def project_copy(dest: Path) -> Path:
-    """The project's tracked files (its committed outputs included), no git history."""
+def project_copy(dest: Path, untracked: bool = False) -> Path:
+    """The project's tracked files (its committed outputs included), with `untracked`
+    also the files git does not ignore; no git history."""
+    others = ["--others", "--exclude-standard"] if untracked else []
     listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=PROJECT_ROOT, check=True, capture_output=True
+        ["git", "ls-files", "-z", "--cached", *others],
+        cwd=PROJECT_ROOT,
+        check=True,
+        capture_output=True,
     ).stdout.split(b"\0")
     for name in filter(None, (item.decode() for item in listed)):
         source = PROJECT_ROOT / name

@@ -319,17 +319,9 @@ def clone_project(dest: Path) -> Path:
     """A fresh git clone of this repository with the working tree's changes on top:
     what CI sees, but testing uncommitted work too. No DVC cache, no outputs
     that git does not track."""
+    from benchmarks.bench_memory import project_copy
+
     subprocess.run(["git", "clone", "-q", str(PROJECT_ROOT), str(dest)], check=True)
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=PROJECT_ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout.split(b"\0")
-    for name in filter(None, (item.decode() for item in listed)):
-        source = PROJECT_ROOT / name
-        if source.is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest / name)
+    project_copy(dest, untracked=True)
     git_commit(dest, "working tree")
     return dest
