@@ -19,6 +19,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -100,18 +101,44 @@ def _publish(tmp: str | None, path: Path) -> None:
 
 
 @contextlib.contextmanager
-def all_or_none() -> Iterator[None]:
+def signals_deferred() -> Iterator[None]:
+    """SIGINT and SIGTERM wait until the block ends, then act as they would have: a
+    Ctrl-C between two renames would publish half of a stage. (SIGKILL cannot wait;
+    a record written last, which the readers check, covers that.) Python runs
+    handlers in the main thread only: elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {signum: signal.signal(signum, lambda n, _: received.append(n)) for signum in stops}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if received:
+            signal.raise_signal(received[0])
+
+
+@contextlib.contextmanager
+def all_or_none(then: Callable[[], None] | None = None) -> Iterator[None]:
     """A stage's writes inside go to temporary files; the targets are replaced (and
-    removals done) only after the last write succeeded, else none is."""
+    removals done) only after the last write succeeded, else none is. `then` (the
+    stage's record) is written right after them, before a stopping signal acts."""
     global _staged
     _staged = staged = []
     try:
         yield
         if staged:
             _require_launcher(staged[0][1])  # before the first rename, not midway
-        for tmp, path in staged:
-            _publish(tmp, path)
-        staged.clear()
+        with signals_deferred():
+            for tmp, path in staged:
+                _publish(tmp, path)
+            staged.clear()
+            _staged = None
+            if then is not None:
+                then()
     finally:
         _staged = None
         for tmp, _ in staged:

@@ -126,10 +126,9 @@ def publishing(cfg: Config, stage: str) -> Iterator[None]:
     """Around a stage's writes: params.yaml is checked before and after them; the
     outputs are published all together or not at all, then the record."""
     check_params_unchanged(cfg, stage)
-    with all_or_none():
+    with all_or_none(then=lambda: write_record(cfg, stage)):
         yield
         check_params_unchanged(cfg, stage)
-    write_record(cfg, stage)
 
 
 def write_record(cfg: Config, stage: str) -> None:

@@ -209,3 +209,38 @@ def test_a_cell_without_a_record_or_without_a_file_is_refused(tmp_path, monkeypa
     write_cell(tmp_path / cfg.paths.grid, first.task, first.variant, None)  # an old cell file
     with pytest.raises(ConfigError, match="no record of its params"):
         provenance.grid_cells(cfg)
+
+
+def test_ctrl_c_between_two_renames_waits_until_the_stage_and_its_record_are_out(
+    workdir, monkeypatch
+):
+    """The kill matrix (benchmarks/kill_matrix.py) found train half-published: SIGINT
+    between two renames left its new parameters beside its old curves and record.
+    The signal now acts once every output and the record are in place."""
+    import os
+    import signal
+
+    from pipeline import files
+
+    before = outputs(workdir)
+    set_param(workdir, "lr: 0.6", "lr: 0.5")
+    real_publish = files._publish
+    renames = []
+
+    def publish_then_ctrl_c(tmp, path):
+        real_publish(tmp, path)
+        renames.append(path)
+        if len(renames) == 1:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C right after the first rename
+
+    monkeypatch.setattr(files, "_publish", publish_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        train.main()
+    assert len(renames) == 3  # parameters and curves, then the record
+    changed = {k for k, v in outputs(workdir).items() if before.get(k) != v}
+    cfg = load_params()
+    published = {Path(p).as_posix() for p in (cfg.paths.parameters, cfg.paths.training_curves)} | {
+        provenance.record_path(cfg, "train").as_posix()
+    }
+    assert changed == published | {"params.yaml"}
+    provenance.verify_inputs(cfg, "evaluate")  # the record seals the new outputs
