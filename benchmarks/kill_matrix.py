@@ -10,8 +10,10 @@ nine tenths of that run's time: the old files are put back, the stage starts as
 DVC runs it (`python -m pipeline.stages.<stage>`), gets the signal (SIGINT to its
 process group, as Ctrl-C sends it) and is waited for. A stage publishes all its
 outputs or none: its files must be all old or all new, with no temporary file
-left (after SIGKILL, which no process can act on, its temporary files may stay:
-counted, then removed); then the stage runs again and must give the new files byte for byte.
+left. SIGKILL, which no process can act on, may leave temporary files (counted,
+then removed) and, between two renames, a mix that the record written last does
+not list: downstream stages refuse it. Then the stage runs again and must give the
+new files byte for byte.
 After the track stage's kills, no MLflow run may be left RUNNING.
 
 Back on the default params, `dvc repro` must give the committed bytes. Then the
@@ -108,6 +110,22 @@ def contents(project: Path, names: set[str]) -> dict[str, bytes | None]:
     return {n: (project / n).read_bytes() if (project / n).exists() else None for n in names}
 
 
+def sealed(project: Path, stage: str) -> bool:
+    """Whether the stage's provenance record (written last) lists its outputs as they
+    are: the downstream stages check their inputs against it."""
+    import json
+
+    record = project / "reports" / "provenance" / f"{stage.split('@')[0]}.json"
+    if not record.exists():
+        return True  # the grid's cells and track have none
+    listed = json.loads(record.read_text())["outputs"]
+    return all(
+        (project / name).exists()
+        and hashlib.sha256((project / name).read_bytes()).hexdigest() == digest
+        for name, digest in listed.items()
+    )
+
+
 def running_runs(project: Path) -> int:
     import mlflow
 
@@ -170,13 +188,17 @@ def kill_stage(project: Path, stage: str) -> list[str]:
             states = {"old" if now.get(n) == before.get(n) else "new" if now.get(n) == after.get(n)
                       else "other" for n in changed}  # fmt: skip
             published = "none" if states == {"old"} else "all" if states == {"new"} else "MIXED"
+            if published == "MIXED" and not sealed(project, stage):
+                published = "mixed, refused downstream"  # the record, last, still the old
             left = leftovers(project)
-            for name in left:  # SIGKILL cannot remove them; git ignores them, no one reads them
-                (project / name).unlink()
+            for leftover in left:  # after SIGKILL; git ignores them, no one reads them
+                (project / leftover).unlink()
             again = run(stage_command(stage), project)
             recovered = again == 0 and snapshot(project) == after
             extra = f", RUNNING runs {running_runs(project)}" if stage == "track" else ""
-            ok = published != "MIXED" and (signum == signal.SIGKILL or not left) and recovered
+            killed = signum == signal.SIGKILL  # acts between two renames; nothing can defer it
+            allowed = {"none", "all"} | ({"mixed, refused downstream"} if killed else set())
+            ok = published in allowed and (killed or not left) and recovered
             rows.append(
                 f"{stage:14} SIG{name:4} at {fraction:.1f} x {took:4.1f} s: exit {code:4}, "
                 f"published {published}, leftovers {len(left)}, rerun byte-identical "
