@@ -1,4 +1,4 @@
-"""The lesson's published numbers (SPEC section 5) and how a run compares.
+"""The lesson's published numbers (docs/lesson.md, section 5) and how a run compares.
 
 Shown beside a run of the lesson's configuration in report.md; the tests keep
 their own copy in tests/conftest.py, so the oracle is not read back from here.
@@ -51,8 +51,8 @@ LESSON = "lesson"
 
 
 def is_lesson_config(cfg: Config) -> bool:
-    """True when every setting that shapes a number is the lesson's, so SPEC's
-    golden values apply. Tracking, output paths and the grid change none of them."""
+    """True when every setting that shapes a number is the lesson's, so the
+    lesson's golden values apply. Tracking, output paths and the grid change none of them."""
     mine, lesson = asdict(cfg), asdict(Config())
     return all(mine[key] == lesson[key] for key in mine if key not in ("tracking", "paths", "grid"))
 

@@ -34,9 +34,10 @@ SEED_KEYS = (
     "faithfulness.order_seed",
     "grid.shuffle_seed",
 )
-# The pipeline writes, replaces and deletes its outputs only here (issue 22): never
-# a source, config or store file. DVC reads its own files wherever they are, and
-# keeps a .gitignore in each output folder, so no path part is hidden or a DVC file.
+# The pipeline writes, replaces and deletes its outputs only here, never a source,
+# config or store file: those are what a run must not lose. DVC reads its own files
+# wherever they are, and keeps a .gitignore in each output folder, so no path part
+# is hidden or a DVC file.
 OUTPUT_DIRS = ("data", "models", "reports")
 OUTPUTS_NAMED = f"{', '.join(d + '/' for d in OUTPUT_DIRS[:-1])} or {OUTPUT_DIRS[-1]}/"
 PATH_CHARS = re.compile(r"[A-Za-z0-9._/-]+")  # also keeps paths inert in report.md's HTML
@@ -115,7 +116,7 @@ class StudyConfig:
 
 @dataclass
 class FaithfulnessConfig:
-    """The explainer battery (pipeline.faithfulness)."""
+    """The explainer battery (pipeline/analysis/faithfulness.py)."""
 
     ig_steps: int = 50  # Gauss-Legendre nodes of integrated gradients
     order_seed: int = 0  # the random-order baseline's noise, with each run's seed

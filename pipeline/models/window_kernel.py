@@ -1,6 +1,6 @@
 """The window variant's layer and pooling in training on the CPU: compiled loops.
 
-Issue 12 asks for 1000 seeds of every variant in 60 s on 2 cores. In torch's eager
+Why: 1000 seeds of every variant should train in 60 s on 2 cores. In torch's eager
 ops the window variant took 57 to 71 s: each of its ~50 ops per epoch streamed
 (window, N, T, runs) intermediates through memory. Here numba compiles the
 arithmetic into loops that keep one (run, example, step)'s numbers in registers,

@@ -1,7 +1,7 @@
 """The lesson's tables, its golden numbers and a plain-language reading of them,
 built from metrics.json and the step table, as plain text and as Markdown.
 
-No matplotlib here: the figures live in pipeline/figures.py.
+No matplotlib here: the figures live in pipeline/reporting/figures.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Metric names are namespaced so that MLflow's chart view groups them: `gap/`
 (the run-to-run gap, on the parent), `data/` (the data checks), `model/`,
-`study/` and `faithfulness/study/` on the parent; `lesson/` (SPEC section 4),
+`study/` and `faithfulness/study/` on the parent; `lesson/` (docs/lesson.md, section 4),
 `faithfulness/` and the curves `train/loss`, `train/accuracy` on each seed's
 run. reports/metrics.json keeps its own keys: only the MLflow names differ.
 """
