@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pipeline.config import Config
+from pipeline.reporting.summary import study_line
 from pipeline.tracking.client import (
     complete,
     experiment,
@@ -30,12 +31,8 @@ def log_study(
 
 
 def study_note(summary: dict) -> str:
-    gap = summary["pair_gap"]
-    return (
-        f"study of {summary['seeds']} seeds: held-out mean "
-        f"{summary['heldout_accuracy']['mean']:.4f}; pairs at least {gap['observed']:.4f} "
-        f"apart {gap['p_at_least_observed']:.4f}"
-    )
+    """The run's description: the line the study prints."""
+    return f"study of {study_line(summary)}"
 
 
 def _log_study_locked(
