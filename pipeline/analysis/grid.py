@@ -125,7 +125,7 @@ def cell_battery(
         order_seed=cfg.faithfulness.order_seed,
     )
     applies = faithfulness.applicable_metrics(rationale.tolist())
-    table = {row: {m: metrics[m] for m in applies} for row, metrics in table.items()}
+    table = {row: {m: numbers[m] for m in applies} for row, numbers in table.items()}
     return faithfulness.study_summary(table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
 
 
