@@ -14,7 +14,7 @@ limit; the estimate should be at or above the peak and at most twice it
 from __future__ import annotations
 
 import argparse
-import os
+import json
 import shutil
 import subprocess
 import sys
@@ -23,7 +23,6 @@ from pathlib import Path
 
 from pipeline.config import PROJECT_ROOT, validate
 from pipeline.config.load import composed_yaml
-from pipeline.config.memory import stage_estimates
 
 DEFAULT_CONFIGS = [
     "grid.seeds=20",
@@ -46,15 +45,39 @@ def stage_commands(cfg) -> dict[str, list[str]]:
     return commands
 
 
+# A small launcher between this process and the stage: Linux carries a process's
+# peak memory across fork and exec, so a stage started from a large process (a
+# pytest worker) would report that process's size as its own peak.
+LAUNCHER = (
+    "import resource, subprocess, sys\n"
+    "code = subprocess.call(sys.argv[2:])\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "open(sys.argv[1], 'w').write(str(peak))\n"
+    "sys.exit(code)\n"
+)
+# The estimates as the stages see the machine (their thread count), not as this
+# process does.
+ESTIMATES = (
+    "import json\n"
+    "from pipeline.config import load_params\n"
+    "from pipeline.config.memory import stage_estimates\n"
+    "print(json.dumps(stage_estimates(load_params())))\n"
+)
+
+
 def peak_rss(command: list[str], cwd: Path) -> int:
     """The peak resident memory of `command`'s process, in bytes."""
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    stderr = process.stderr.read()
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    if process.returncode != 0:
-        raise RuntimeError(f"{' '.join(command[2:])} failed: {stderr.decode()[-2000:]}")
-    return usage.ru_maxrss * 1024  # KiB on Linux
+    with tempfile.NamedTemporaryFile("r", suffix=".peak") as peak:
+        result = subprocess.run(
+            [sys.executable, "-c", LAUNCHER, peak.name, *command],
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"{' '.join(command[2:])} failed: {result.stderr[-2000:]}")
+        return int(peak.read()) * 1024  # KiB on Linux
 
 
 def project_copy(dest: Path, untracked: bool = False) -> Path:
@@ -80,8 +103,11 @@ def measure(project: Path, overrides: list[str], stages: list[str] | None = None
     run in `project` (a copy: its params.yaml and outputs are replaced)."""
     overrides = [*overrides, "tracking.enabled=false"]
     (project / "params.yaml").write_text(composed_yaml(overrides))
-    cfg = validate(compose_params(project))
-    estimates = stage_estimates(cfg)
+    cfg = validate(compose_params(project), sizes=False)
+    said = subprocess.run(
+        [sys.executable, "-c", ESTIMATES], cwd=project, capture_output=True, text=True, check=True
+    )
+    estimates = json.loads(said.stdout)
     rows = []
     for stage, command in stage_commands(cfg).items():
         if stages is None or stage in stages or stage.split("@")[0] in stages:
