@@ -118,7 +118,7 @@ MEASURED = [
     (  # the committed cells are the defaults': the report reads them as they are
         [],
         ["generate", "train", "evaluate", "study", "faithfulness", "report"]
-        + ["grid@first_half-window12", "grid@two_patterns-multihead4", "grid@rise-lesson"],
+        + ["grid@first_half-window3", "grid@two_patterns-multihead4", "grid@rise-lesson"],
     ),
     (["model=multihead", "study.seeds=250", "grid.seeds=300", "faithfulness.ig_steps=20"], None),
     (
