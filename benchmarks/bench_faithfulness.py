@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 
 from pipeline import data
-from pipeline.analysis import explainers, faithfulness
+from pipeline.analysis import explainers, faithfulness, registry
 from pipeline.config import Config
 from pipeline.models import frames, interface
 from pipeline.models.params import Params
@@ -58,9 +58,9 @@ def print_table(document: dict) -> None:
     }
     for seed, rows in document.items():
         print(f"\nseed {seed}")
-        print(f"{'explainer':<22}" + "".join(f"{short[m]:>9}" for m in faithfulness.METRICS))
+        print(f"{'explainer':<22}" + "".join(f"{short[m]:>9}" for m in registry.SCORES))
         for row, values in rows.items():
-            print(f"{row:<22}" + "".join(f"{values[m]:>9.4f}" for m in faithfulness.METRICS))
+            print(f"{row:<22}" + "".join(f"{values[m]:>9.4f}" for m in registry.SCORES))
 
 
 def main() -> None:

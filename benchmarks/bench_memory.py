@@ -1,4 +1,4 @@
-"""Peak memory of every stage against its estimate (pipeline/config/memory.py).
+"""Peak memory of every stage against its estimate (pipeline/memory.py).
 
     python benchmarks/bench_memory.py [--config "override ..."] ...
 
@@ -60,7 +60,7 @@ LAUNCHER = (
 ESTIMATES = (
     "import json\n"
     "from pipeline.config import load_params\n"
-    "from pipeline.config.memory import stage_estimates\n"
+    "from pipeline.memory import stage_estimates\n"
     "print(json.dumps(stage_estimates(load_params())))\n"
 )
 
@@ -103,7 +103,7 @@ def measure(project: Path, overrides: list[str], stages: list[str] | None = None
     run in `project` (a copy: its params.yaml and outputs are replaced)."""
     overrides = [*overrides, "tracking.enabled=false"]
     (project / "params.yaml").write_text(composed_yaml(overrides))
-    cfg = validate(compose_params(project), sizes=False)
+    cfg = validate(compose_params(project))
     said = subprocess.run(
         [sys.executable, "-c", ESTIMATES], cwd=project, capture_output=True, text=True, check=True
     )

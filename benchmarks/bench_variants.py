@@ -22,7 +22,7 @@ import torch
 from pipeline.analysis import study
 from pipeline.config import compose, validate
 from pipeline.data import generate
-from pipeline.models import KINDS
+from pipeline.kinds import MODEL_KINDS as KINDS
 from pipeline.models.interface import parameter_count
 from pipeline.stages import evaluate
 from pipeline.stages import generate as generate_stage

@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.errors import DiskFullError, OrphanedError, OutputError
+from pipeline.config.schema import PROJECT_ROOT
+from pipeline.errors import ConfigError, DiskFullError, OrphanedError, OutputError
 from pipeline.precision import rounded, rounded_frame
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
@@ -245,8 +246,6 @@ def first_link(path: str | Path, start: Path = Path()) -> Path | None:
 
 def project_parts(path: Path) -> tuple[str, ...] | None:
     """`path`'s parts relative to the project root, resolved; None outside it."""
-    from pipeline.config import PROJECT_ROOT
-
     root, resolved = PROJECT_ROOT.resolve(), Path(path).resolve()
     if resolved != root and root not in resolved.parents:
         return None
@@ -264,8 +263,6 @@ def command_output(path: Path, option: str, is_own: Callable[[bytes], bool]) -> 
     --csv`, `history --plot`) to write: inside the project never a store, source,
     config or stage output, and anywhere an existing file only when `is_own` says it
     is this command's earlier output. Else one line naming the option and the file."""
-    from pipeline.errors import ConfigError
-
     path = Path(path)
     refuse = None
     if protected(path):

@@ -46,8 +46,8 @@ def environment() -> dict[str, str]:
     record = {name.lower(): os.environ.get(name, "") for name in PINNED}
     from importlib import metadata  # not at start-up: pipeline/__init__ imports this module
 
+    record["torch"] = metadata.version("torch")  # installed, whether the stage loads it
     torch = sys.modules.get("torch")
     if torch is not None:  # the kernel level torch actually took (lower where a CPU lacks AVX2)
-        record["torch"] = metadata.version("torch")
         record["aten_cpu_capability"] = torch.backends.cpu.get_cpu_capability().lower()
-    return record
+    return dict(sorted(record.items()))

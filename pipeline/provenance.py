@@ -112,7 +112,7 @@ def check_params_unchanged(cfg: Config, stage: str, now: Config | None = None) -
     values in dvc.lock."""
     from pipeline.config import load_params
 
-    now = now or load_params(Path.cwd() / PARAMS_FILE, sizes=False)
+    now = now or load_params(Path.cwd() / PARAMS_FILE)
     changes = changed_keys(stage_params(cfg, stage), stage_params(now, stage))
     if changes:
         raise ConfigError(

@@ -10,8 +10,8 @@ import torch
 from heldout_lesson import heldout_lesson
 from scipy.stats import kendalltau
 
-from pipeline.analysis import explainers, faithfulness, metrics
-from pipeline.config import PROJECT_ROOT, ModelConfig, compose, validate
+from pipeline.analysis import explainers, faithfulness, metrics, registry
+from pipeline.config import PROJECT_ROOT, FaithfulnessConfig, ModelConfig, compose, validate
 from pipeline.errors import ConfigError
 from pipeline.models import lesson as lesson_model
 from pipeline.models.params import Params
@@ -251,13 +251,13 @@ def test_removal_curves_against_a_loop(lesson):
 
 
 def test_battery_document_shape(lesson_battery):
-    rows = [*explainers.EXPLAINERS, faithfulness.RANDOM]
+    rows = [*explainers.EXPLAINERS, registry.RANDOM]
     assert list(lesson_battery) == ["1", "2"]
     for seed in ("1", "2"):
         assert list(lesson_battery[seed]) == rows
         for row in rows:
             values = lesson_battery[seed][row]
-            assert list(values) == list(faithfulness.METRICS)
+            assert list(values) == list(registry.SCORES)
             assert all(isinstance(v, float) and math.isfinite(v) for v in values.values())
             assert 1 <= values["flips_to_decision"] <= 12
             assert 1 <= values["marked_rank"] <= 12
@@ -322,7 +322,12 @@ def test_battery_checks_its_inputs(lesson):
         faithfulness.battery(lesson.params, lesson.inputs, lesson.labels, lesson.marked, [1])
     with pytest.raises(ValueError, match="must be >= 0"):
         faithfulness.battery(
-            lesson.params, lesson.inputs, lesson.labels, lesson.marked, [1, 2], order_seed=-1
+            lesson.params,
+            lesson.inputs,
+            lesson.labels,
+            lesson.marked,
+            [1, 2],
+            settings=FaithfulnessConfig(order_seed=-1),
         )
 
 
@@ -332,13 +337,13 @@ def test_battery_checks_its_inputs(lesson):
 def test_first_shares_count_ties_and_leave_out_the_reference_and_random():
     t = torch.tensor
     table = {
-        "attention": {m: t([1.0, 0.0]) for m in faithfulness.HIGHER_IS_BETTER},
-        "gradient": {m: t([1.0, 2.0]) for m in faithfulness.HIGHER_IS_BETTER},
-        "loo": {m: t([5.0, 5.0]) for m in faithfulness.HIGHER_IS_BETTER},
-        faithfulness.RANDOM: {m: t([9.0, 9.0]) for m in faithfulness.HIGHER_IS_BETTER},
+        "attention": {m: t([1.0, 0.0]) for m in registry.SCORES},
+        "gradient": {m: t([1.0, 2.0]) for m in registry.SCORES},
+        "loo": {m: t([5.0, 5.0]) for m in registry.SCORES},
+        registry.RANDOM: {m: t([9.0, 9.0]) for m in registry.SCORES},
     }
     shares = faithfulness.first_shares(table)
-    assert "tau_loo" not in shares["loo"] and shares[faithfulness.RANDOM] == {}
+    assert "tau_loo" not in shares["loo"] and shares[registry.RANDOM] == {}
     assert shares["attention"]["tau_loo"] == 0.5 and shares["gradient"]["tau_loo"] == 1.0
     assert shares["loo"]["hit_at_1"] == 1.0  # higher is better; random does not compete
     assert shares["attention"]["marked_rank"] == 1.0  # lower is better: 0 beats 1 and 5
@@ -356,8 +361,8 @@ def test_committed_battery_agrees_with_the_lesson_metrics():
     assert set(battery) == set(lesson) == {"1", "2"}
     for seed, run in battery.items():
         assert run["attention"]["hit_at_1"] == lesson[seed]["argmax_hit"]
-        assert set(run) == {*explainers.EXPLAINERS, faithfulness.RANDOM}
-        assert all(set(numbers) == set(faithfulness.METRICS) for numbers in run.values())
+        assert set(run) == {*explainers.EXPLAINERS, registry.RANDOM}
+        assert all(set(numbers) == set(registry.SCORES) for numbers in run.values())
     study = json.loads((reports / "study/faithfulness.json").read_text())
     assert study["seeds"] == 1000
 
@@ -388,8 +393,8 @@ def test_a_task_s_rationale_is_the_steps_its_rule_reads():
     lesson = faithfulness.task_rationale("lesson", marked, 6)
     assert lesson.tolist() == torch.nn.functional.one_hot(marked, 6).bool().tolist()
     every = faithfulness.task_rationale("two_patterns", marked, 6)
-    assert faithfulness.applicable_metrics(every.tolist()) == faithfulness.MODEL_METRICS
-    assert faithfulness.applicable_metrics(rise.tolist()) == faithfulness.METRICS
+    assert faithfulness.applicable_metrics(every.tolist()) == tuple(registry.model_scores())
+    assert faithfulness.applicable_metrics(rise.tolist()) == tuple(registry.SCORES)
 
 
 def test_the_lesson_stage_scores_against_the_task_s_rationale(monkeypatch):
@@ -399,7 +404,7 @@ def test_the_lesson_stage_scores_against_the_task_s_rationale(monkeypatch):
     from pipeline.models import frames
     from pipeline.stages import faithfulness as stage
 
-    cfg = validate(compose(["task=rise", "train.epochs=1"]), sizes=False)
+    cfg = validate(compose(["task=rise", "train.epochs=1"]))
     frame = data.generate(cfg.data, "rise")
     _, _, marked = frames.split_tensors(cfg, frame, "heldout", torch.device("cpu"), torch.float64)
     passed = {}

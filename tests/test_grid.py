@@ -10,7 +10,7 @@ from conftest import small_overrides
 
 from pipeline import data
 from pipeline.analysis import capacity, faithfulness, grid, study
-from pipeline.analysis.faithfulness_names import METRICS, MODEL_METRICS
+from pipeline.analysis.registry import SCORES, model_scores
 from pipeline.config import compose, validate
 from pipeline.models import frames
 from pipeline.reporting.next_lesson import next_lesson_section
@@ -79,7 +79,7 @@ def test_a_cells_battery_scores_against_the_tasks_rationale(cfg):
     params = grid.interface.from_flat(runs.params, cell.model, 12)
     table = faithfulness.battery_tensors(params, inputs, rationale, [1, 2, 3])
     battery = document["faithfulness"]
-    assert battery["seeds"] == 3 and list(battery["explainers"]["attention"]) == list(METRICS)
+    assert battery["seeds"] == 3 and list(battery["explainers"]["attention"]) == list(SCORES)
     for row, metrics in table.items():
         for metric, values in metrics.items():
             got = battery["explainers"][row][metric]["mean"]
@@ -92,7 +92,7 @@ def test_two_patterns_leaves_out_the_metrics_that_do_not_apply(cfg):
     small = validate(compose([*SMALL, "grid.faithfulness_seeds=2"]))
     battery = grid.run_cell(small, "two_patterns", "lesson")["faithfulness"]
     assert battery["seeds"] == 2
-    assert all(list(row) == list(MODEL_METRICS) for row in battery["explainers"].values())
+    assert all(list(row) == model_scores() for row in battery["explainers"].values())
 
 
 def test_a_heads_cell_has_per_head_numbers(cfg):

@@ -8,9 +8,13 @@ pipeline/tracking/ talk to MLflow and only pipeline.figures draws.
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+import networkx as nx
 
 from pipeline.config import PROJECT_ROOT
 
@@ -58,3 +62,53 @@ def test_only_modules_in_pipeline_tracking_import_mlflow():
         source = path.read_text()
         if tracking not in path.parents:
             assert "import mlflow" not in source and "from mlflow" not in source, path
+
+
+def module_names() -> dict[str, Path]:
+    """Every module of pipeline/ by its dotted name (a package by its own)."""
+    names = {}
+    for path in (PROJECT_ROOT / "pipeline").rglob("*.py"):
+        parts = path.relative_to(PROJECT_ROOT).with_suffix("").parts
+        names[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return names
+
+
+def import_graph() -> nx.DiGraph:
+    """An edge from each module to each project module it imports, wherever in the
+    file (inside functions too). `from pipeline.models import params` imports the
+    module pipeline.models.params; `from pipeline.models import kind_module`, the
+    package. A module's parent packages are not edges: Python runs them first, and
+    a package that gathers its submodules' names is not a circle."""
+    names = module_names()
+    graph = nx.DiGraph()
+    graph.add_nodes_from(names)
+    for name, path in names.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            targets = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    submodule = f"{node.module}.{alias.name}"
+                    targets.append(submodule if submodule in names else node.module)
+            graph.add_edges_from((name, target) for target in targets if target in names)
+    return graph
+
+
+def test_no_module_imports_one_that_imports_it_back():
+    graph = import_graph()
+    assert graph.has_edge("pipeline.memory", "pipeline.models.interface")  # the graph sees
+    assert graph.has_edge("pipeline.stages.grid", "pipeline.memory")
+    circles = [" -> ".join([*cycle, cycle[0]]) for cycle in nx.simple_cycles(graph)]
+    assert not circles, circles
+
+
+def test_the_config_imports_neither_torch_nor_the_models():
+    graph = import_graph()
+    config = [name for name in graph if name.startswith("pipeline.config")]
+    reached = set().union(*(nx.descendants(graph, name) for name in config))
+    assert not any(name.startswith("pipeline.models") for name in reached), sorted(reached)
+    every_config_module = "; ".join(f"import {name}" for name in config)
+    blocked = f"import sys; sys.modules['torch'] = None; {every_config_module}"
+    result = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

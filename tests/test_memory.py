@@ -1,4 +1,4 @@
-"""The memory estimate (pipeline/config/memory.py): every stage's peak, the grid's
+"""The memory estimate (pipeline/memory.py): every stage's peak, the grid's
 cells included, refused before anything runs when over the limit, and checked
 against the peaks the stages reach."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import MAX_BYTES, compose, validate
-from pipeline.config.memory import estimated_bytes, stage_estimates, stage_terms
 from pipeline.errors import ConfigError
+from pipeline.memory import check_memory, estimated_bytes, stage_estimates, stage_terms
 
 TOO_BIG = [
     ("data.sequences=100000000 data.split=[99999640,180,180]", "data.split"),
@@ -27,7 +27,7 @@ TOO_BIG = [
 
 def refusal(overrides: list[str]) -> str:
     with pytest.raises(ConfigError) as err:
-        validate(compose(overrides))
+        check_memory(validate(compose(overrides)))
     return str(err.value)
 
 
@@ -57,7 +57,7 @@ def test_the_lesson_every_variant_a_large_study_and_the_docs_grid_fit(overrides)
 
 def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads):
     torch_threads(2)  # the 2-core machine the issue measured on
-    cfg = validate(compose(["grid.seeds=1000"]), sizes=False)
+    cfg = validate(compose(["grid.seeds=1000"]))
     estimates = stage_estimates(cfg)
     cells = [f"grid@{name}" for name in cfg.grid.cells]
     assert list(estimates) == [
@@ -71,7 +71,7 @@ def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads
 
 def test_a_grid_cell_grows_with_its_seeds_and_an_order_task_trains_its_control_beside():
     def cell(name: str, *overrides: str) -> dict[str, int]:
-        cfg = validate(compose(list(overrides)), sizes=False)
+        cfg = validate(compose(list(overrides)))
         return {term.what: term.bytes for term in stage_terms(cfg)[f"grid@{name}"]}
 
     small, large = cell("rise-lesson", "grid.seeds=100"), cell("rise-lesson", "grid.seeds=1000")
@@ -88,7 +88,7 @@ def test_the_memory_estimate_counts_the_chunks_that_run_at_once(torch_threads):
 
     def term(stage: str, name: str, threads: int, *overrides: str) -> int:
         torch_threads(threads)
-        terms = stage_terms(validate(compose(list(overrides)), sizes=False))[stage]
+        terms = stage_terms(validate(compose(list(overrides))))[stage]
         return next(t.bytes for t in terms if t.what == name)
 
     for stage, name in [("study", "training"), ("study", "step ablation")]:
@@ -102,8 +102,8 @@ def test_the_memory_estimate_counts_the_chunks_that_run_at_once(torch_threads):
 
 def test_the_memory_estimate_counts_what_the_pipeline_allocates():
     from pipeline.analysis import faithfulness
-    from pipeline.config.memory import BATTERY_RUNS
     from pipeline.files import byte_size
+    from pipeline.memory import BATTERY_RUNS
 
     assert BATTERY_RUNS == faithfulness.SEED_CHUNK
     assert (byte_size(1536), byte_size(8 * 2**30), byte_size(3)) == ("1.5 KiB", "8 GiB", "3 B")
@@ -145,3 +145,13 @@ def test_every_stage_s_estimate_is_at_least_its_peak_and_at_most_twice_it(
         if not peak <= estimate <= 2 * peak
     ]
     assert wrong == []
+
+
+def test_a_hydra_job_too_large_for_memory_is_refused_before_work(app_in_process, tmp_path):
+    from pipeline import run
+
+    big = ["study.bootstrap=1000000000", "tracking.enabled=false", f"hydra.run.dir={tmp_path}"]
+    code, out, err = app_in_process(run, *big)
+    assert code == 1 and out == ""
+    assert err.startswith("error: invalid config value study.bootstrap=1000000000: stage ")
+    assert err.count("\n") == 1

@@ -12,9 +12,9 @@ import torch
 from glossary import scaled_dot_product_attention, sliding_window_mask
 
 import pipeline.models
-from pipeline import data
-from pipeline.analysis import explainers, faithfulness, metrics, study
-from pipeline.config import EvalConfig, ModelConfig, compose, validate
+from pipeline import data, kinds
+from pipeline.analysis import explainers, faithfulness, metrics, registry, study
+from pipeline.config import EvalConfig, FaithfulnessConfig, ModelConfig, compose, validate
 from pipeline.models import frames, interface, multihead, posenc, sink, train
 from pipeline.models import lesson as lesson_kind
 from pipeline.models import window as window_kind
@@ -41,6 +41,7 @@ from tests.conftest import small_overrides
 F64 = torch.float64
 STEPS = 12
 VARIANTS = ["sink", "multihead", "posenc", "window"]
+FEW_NODES = FaithfulnessConfig(ig_steps=8)  # integrated gradients, fast
 
 
 def random_inputs(n: int, steps: int, seed: int) -> torch.Tensor:
@@ -335,7 +336,7 @@ def test_every_variant_trains_deterministically_with_every_metric(kind):
     again = once()
     assert torch.equal(flat, again[0]) and torch.equal(history.loss, again[1].loss)
     assert bool((history.loss[-1] < history.loss[0]).all())
-    assert set(numbers) >= {*metrics.EXAMPLE_MEANS, *metrics.EXAMPLE_COUNTS}
+    assert set(numbers) >= set(registry.METRICS)
     for name, values in numbers.items():
         assert values.shape == (2,) and bool(torch.isfinite(values.double()).all()), name
         assert torch.equal(values, again[2][name]), name
@@ -388,7 +389,7 @@ def test_battery_runs_for_every_variant(kind):
     _, (inputs, labels, marked) = small_set()
     params = random_params(ModelConfig(kind=kind), 2, seed=22)
     inputs, labels, marked = inputs[:6], labels[:6], marked[:6]
-    runs = faithfulness.battery(params, inputs, labels, marked, [1, 2], n_steps=8)
+    runs = faithfulness.battery(params, inputs, labels, marked, [1, 2], settings=FEW_NODES)
     for run in runs.values():
         assert run["loo"]["tau_loo"] == 1.0
         for numbers in run.values():
@@ -532,8 +533,8 @@ def test_blocks_on_threads_give_the_bytes_of_one_thread():
 
 
 def test_the_registry_names_one_module_per_kind():
-    assert set(pipeline.models.KINDS) == {"lesson", *VARIANTS}
-    for kind in pipeline.models.KINDS:
+    assert set(kinds.MODEL_KINDS) == {"lesson", *VARIANTS}
+    for kind in kinds.MODEL_KINDS:
         module = pipeline.models.kind_module(kind)
         assert module.__name__ == f"pipeline.models.{kind}"
         assert hasattr(module, "layout") and (
@@ -585,8 +586,8 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     """A toy kind registered here trains, gets every metric, runs through the seed
     study and the explainer battery, with no change to the pipeline."""
     toy = toy_kind()
-    monkeypatch.setitem(pipeline.models.KINDS, "toy", "")  # removed again after the test
-    pipeline.models.register("toy", toy)
+    monkeypatch.setitem(kinds.MODEL_KINDS, "toy", "")  # removed again after the test
+    kinds.register_model("toy", toy)
     assert pipeline.models.kind_module("toy") is toy
     cfg = validate(compose([*small_overrides(), "model.kind=toy", "train.epochs=40"]))
     seeds, steps = [1, 2, 3], cfg.data.steps
@@ -616,11 +617,7 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
 
     # Every metric, plus the toy's own number, from its pooling weights.
     numbers, weights, effects = metrics.run_metrics(trained, (train_x, train_y), heldout, cfg.eval)
-    assert list(numbers) == [
-        *metrics.EXAMPLE_MEANS,
-        *metrics.EXAMPLE_COUNTS,
-        "toy_marked_readout",
-    ]
+    assert list(numbers) == [*registry.run_order(), "toy_marked_readout"]
     assert metrics.variant_names(numbers) == ["toy_marked_readout"]
     for name, values in numbers.items():
         assert values.shape == (3,) and bool(torch.isfinite(values.double()).all()), name
@@ -656,7 +653,7 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
 
     # The explainers and the faithfulness battery, on a few held-out examples.
     few = slice(0, 12)
-    scores_by = explainers.explain(trained, inputs[few], n_steps=8)
+    scores_by = explainers.explain(trained, inputs[few], settings=FEW_NODES)
     assert set(scores_by) == set(explainers.EXPLAINERS)
     for name, values in scores_by.items():
         assert values.shape == (3, 12, steps) and bool(torch.isfinite(values).all()), name
@@ -665,10 +662,12 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     torch.testing.assert_close(
         scores_by["value_norm"], weights[:, few] * readouts[:, few].abs(), rtol=1e-13, atol=0
     )
-    table = faithfulness.battery_tensors(trained, inputs[few], marked[few], seeds, n_steps=8)
-    assert set(table) == {*explainers.EXPLAINERS, faithfulness.RANDOM}
+    table = faithfulness.battery_tensors(
+        trained, inputs[few], marked[few], seeds, settings=FEW_NODES
+    )
+    assert set(table) == {*explainers.EXPLAINERS, registry.RANDOM}
     for row, row_metrics in table.items():
-        assert list(row_metrics) == list(faithfulness.METRICS), row
+        assert list(row_metrics) == list(registry.SCORES), row
         for metric, values in row_metrics.items():
             assert values.shape == (3,), (row, metric)
             if metric != "tau_loo":

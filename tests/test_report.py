@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline.analysis import golden, study
+from pipeline.analysis import golden, registry, study
 from pipeline.config import (
     PROJECT_ROOT,
     Config,
@@ -290,7 +290,7 @@ def test_missing_input_is_a_clear_error(tmp_path, monkeypatch, run_entry):
 def hand_summary(share: float, percentile: float) -> dict:
     spread = {key: 0.5 for key in ("mean", "std", "min", "max", "median", "q05", "q95")}
     spread |= {"ci95_low": 0.4, "ci95_high": 0.6}
-    summary = {"seeds": 100, **{name: dict(spread) for name in study.SUMMARIZED}}
+    summary = {"seeds": 100, **{name: dict(spread) for name in registry.means()}}
     summary["share_marker_mass_above_half"] = 0.25
     summary["pair_gap"] = {"observed": 0.1056, "mean": 0.03, "p_at_least_observed": share}
     summary["lesson_seeds"] = {"1": {"heldout_accuracy": 0.8889, "percentile": percentile}}
@@ -319,13 +319,12 @@ def test_stage_refuses_a_study_of_another_size(workdir):
 
 
 def test_faithfulness_reading_names_where_metrics_disagree():
-    from pipeline.analysis.faithfulness_names import HIGHER_IS_BETTER
-
+    higher = registry.higher_is_better()
     reports = PROJECT_ROOT / "reports"
     document = json.loads((reports / "faithfulness.json").read_text())
     summary = json.loads((reports / "study/faithfulness.json").read_text())
-    text = reading.faithfulness_reading(document, summary, HIGHER_IS_BETTER)
-    for metric in HIGHER_IS_BETTER:
+    text = reading.faithfulness_reading(document, summary, higher)
+    for metric in higher:
         assert f"- `{metric}`: " in text  # what each number measures
     assert "Attention's tau_loo is 0.9302 on run 1 and 0.0136 on run 2" in text
     assert "its hit@1 is 0.3444 and 1.0000: the two disagree" in text
@@ -337,5 +336,5 @@ def test_faithfulness_reading_names_where_metrics_disagree():
             if "share_first" in numbers:
                 numbers["share_first"] = 1.0 if name == "gradient" else 0.0
     assert "One explainer leads on every metric." in reading.faithfulness_reading(
-        document, one, HIGHER_IS_BETTER
+        document, one, higher
     )

@@ -80,6 +80,42 @@ def test_bad_params_value_stops_the_stage_and_keeps_outputs(workdir, run_entry):
     assert output_bytes(workdir) == before
 
 
+def test_a_config_too_large_for_memory_stops_every_computing_stage_before_work(workdir, run_entry):
+    """The memory bound is the stages' own (pipeline/memory.py, above the config and
+    the models): each one that computes refuses the config before reading its
+    inputs, and the generate stage, which needs no model, still runs."""
+    from pipeline.stages import faithfulness, grid, report, study
+
+    run_all_stages()
+    before = output_bytes(workdir)
+    params = workdir / "params.yaml"
+    params.write_text(params.read_text().replace("bootstrap: 20\n", "bootstrap: 1000000000\n"))
+    stages = [train.main, evaluate.main, study.main, faithfulness.main, report.main]
+    for main in [*stages, lambda: grid.main(["rise", "lesson"])]:
+        code, stderr = run_entry(main)
+        assert code == 1
+        assert stderr.startswith("error: invalid config value study.bootstrap=1000000000: "), stderr
+        assert stderr.rstrip().endswith("more than the 8 GiB limit") and stderr.count("\n") == 1
+    assert output_bytes(workdir) == before
+
+
+def test_the_generate_stage_runs_without_torch(workdir):
+    """Data generation depends on the config, the data and the tasks, not on a model:
+    with torch unimportable it still writes its outputs (dvc.yaml lists no
+    pipeline/models/ for it)."""
+    blocked = (
+        "import runpy, sys; sys.modules['torch'] = None; "
+        "runpy.run_module('pipeline.stages.generate', run_name='__main__')"
+    )
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", blocked], cwd=workdir, capture_output=True, text=True, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    assert (workdir / "data/sequences.parquet").is_file()
+    assert "torch" not in result.stderr
+
+
 def test_missing_input_is_a_clear_error(workdir):
     result = run_stage("train", workdir)
     assert result.returncode == 1

@@ -13,7 +13,7 @@ import torch
 
 from pipeline import data, precision
 from pipeline import study as study_app
-from pipeline.analysis import study
+from pipeline.analysis import registry, study
 from pipeline.config import compose, validate
 from pipeline.errors import ConfigError, DivergenceError
 from pipeline.stages import generate
@@ -87,7 +87,7 @@ def test_chunk_size_changes_no_number(small_frame):
         )
     assert one_summary["pair_gap"] == four_summary["pair_gap"]
     assert one_summary["lesson_seeds"] == four_summary["lesson_seeds"]
-    for name in study.SUMMARIZED:
+    for name in registry.means():
         for key, value in one_summary[name].items():
             assert four_summary[name][key] == pytest.approx(value, rel=1e-12, abs=1e-14)
 
@@ -118,14 +118,14 @@ def test_summary_is_deterministic_and_follows_its_definitions(small_frame):
     for seed in ("1", "2"):
         mine = summary["lesson_seeds"][seed]["heldout_accuracy"]
         assert summary["lesson_seeds"][seed]["percentile"] == (accuracy < mine - 1e-9).mean()
-    for name in study.SUMMARIZED:
+    for name in registry.means():
         numbers = summary[name]
         assert numbers["min"] <= numbers["q05"] <= numbers["median"] <= numbers["q95"]
         assert numbers["ci95_low"] <= numbers["ci95_high"]
     # The bootstrap seed draws the resamples: it moves the intervals and nothing else.
     other = study.run(study_cfg("study.bootstrap_seed=1"), small_frame)[1]
     interval = ("ci95_low", "ci95_high")
-    for name in study.SUMMARIZED:
+    for name in registry.means():
         assert {k: v for k, v in other[name].items() if k not in interval} == {
             k: v for k, v in summary[name].items() if k not in interval
         }

@@ -25,7 +25,7 @@ def test_the_answer_has_each_runs_numbers_the_gap_and_where_to_look():
     for seed, run in metrics["runs"].items():
         row = next(line for line in text if line.startswith(f"run {seed} "))
         shown = [float(cell) for cell in row.split()[2:]]
-        assert shown == [round(run[key], 4) for key, _, _ in summary.COLUMNS]
+        assert shown == [round(run[m.key], 4) for m in summary.columns()]
     gap = metrics["seed_gap"]
     assert f"run-to-run gap {gap:.4f} in held-out accuracy ({round(gap * 180)} of 180" in (
         "\n".join(text)
@@ -38,7 +38,7 @@ def test_the_answer_has_each_runs_numbers_the_gap_and_where_to_look():
     )
     assert text[-1].endswith("UI-COMMAND")
     # Every column says what it measures.
-    assert all(any(line.startswith(f"  {c}: ") for line in text) for _, c, _ in summary.COLUMNS)
+    assert all(any(line.startswith(f"  {m.short}: ") for line in text) for m in summary.columns())
 
 
 def test_the_golden_check_names_what_differs_and_when_it_applies():

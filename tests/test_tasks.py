@@ -6,14 +6,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline import data, tasks
+from pipeline import data, kinds, tasks
 from pipeline.analysis import capacity
 from pipeline.config import DataConfig, ModelConfig
+from pipeline.kinds import VARIANTS
 from pipeline.models import frames, interface
-from pipeline.models.variants import VARIANTS
 
 CFG = DataConfig()
-TASKS = list(tasks.KINDS)
+TASKS = list(kinds.TASKS)
 
 
 def frame_of(task: str):

@@ -266,10 +266,10 @@ def test_history_has_a_row_per_version_and_the_params_that_differ(default_cfg, s
         "gap",
         "heldout_1",
         "heldout_2",
-        "mass_1",
-        "mass_2",
-        "agree_1",
-        "agree_2",
+        "marker_mass_1",
+        "marker_mass_2",
+        "agreement_1",
+        "agreement_2",
         "train.lr",
     ]
     assert lines[1].split() == [

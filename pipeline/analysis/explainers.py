@@ -39,6 +39,7 @@ from collections.abc import Callable
 
 import torch
 
+from pipeline.analysis import registry
 from pipeline.analysis.metrics import ablation_effects
 from pipeline.config import FaithfulnessConfig
 from pipeline.models import interface
@@ -52,8 +53,9 @@ from pipeline.models.pooling import channels, lesson_head, probability, project,
 # 6.1e-9 with 50 nodes, 6.9e-6 with 32, 2.8e-4 with 24. IG is about half of the
 # battery's time.
 IG_STEPS = FaithfulnessConfig.ig_steps
+DEFAULTS = FaithfulnessConfig()  # the explainers' settings where a caller gives none
 
-Explainer = Callable[[Params, torch.Tensor], torch.Tensor]
+Explainer = Callable[..., torch.Tensor]  # (params, inputs, **its declared settings) -> (S, N, T)
 
 
 def seed_expanded(params: Params, inputs: torch.Tensor) -> torch.Tensor:
@@ -160,6 +162,7 @@ def value_norm(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     return interface.value_norm(params, inputs)
 
 
+# Each function under its declaration's key (pipeline/analysis/registry.py).
 EXPLAINERS: dict[str, Explainer] = {
     "attention": attention,
     "loo": loo,
@@ -174,17 +177,17 @@ def explain(
     params: Params,
     inputs: torch.Tensor,
     names: list[str] | None = None,
-    n_steps: int = IG_STEPS,
+    settings: FaithfulnessConfig = DEFAULTS,
 ) -> dict[str, torch.Tensor]:
-    """Scores (S, N, T) of every named explainer (all of `EXPLAINERS` by default)."""
+    """Scores (S, N, T) of every named explainer (all of `EXPLAINERS` by default), each
+    given the settings its declaration names (registry.EXPLAINERS)."""
     chosen = list(EXPLAINERS) if names is None else names
     unknown = sorted(set(chosen) - set(EXPLAINERS))
     if unknown:
         raise ValueError(f"unknown explainers {unknown}; allowed: {', '.join(EXPLAINERS)}")
     scores = {}
     for name in chosen:
-        if name == "integrated_gradients":
-            scores[name] = integrated_gradients(params, inputs, n_steps)
-        else:
-            scores[name] = EXPLAINERS[name](params, inputs)
+        declared = registry.EXPLAINERS[name].settings
+        options = {argument: getattr(settings, key) for argument, key in declared.items()}
+        scores[name] = EXPLAINERS[name](params, inputs, **options)
     return scores

@@ -54,25 +54,16 @@ import numpy as np
 import torch
 
 from pipeline import ties
-from pipeline.analysis.explainers import EXPLAINERS, IG_STEPS, explain
-from pipeline.analysis.faithfulness_names import (
-    HIGHER_IS_BETTER,
-    METRICS,
-    MODEL_METRICS,
-    RANDOM,
-    competitors,
-)
+from pipeline.analysis.explainers import DEFAULTS, EXPLAINERS, explain
+from pipeline.analysis.registry import RANDOM, SCORES, competitors, higher_is_better, model_scores
 from pipeline.config import FaithfulnessConfig
+from pipeline.memory import BATTERY_RUNS
 from pipeline.models.interface import forward
 from pipeline.models.params import Params
 from pipeline.models.pooling import probability
 from pipeline.models.threads import run_jobs, workers
 
-# Runs per batch. IG's (n_steps, runs, N, T, C) tensors are the largest: 16 runs
-# of the lesson (N = 180, T = 12) keep them near 28 MB in float64; larger chunks
-# were slower per run on 1-2 CPU threads (memory traffic), smaller ones add
-# per-call overhead.
-SEED_CHUNK = 16
+SEED_CHUNK = BATTERY_RUNS  # runs per batch, sized with the memory bound
 
 
 # --- orders and ranks -----------------------------------------------------------------------
@@ -210,13 +201,13 @@ def example_metrics(
     scores: torch.Tensor,
     effects: torch.Tensor,
 ) -> dict[str, torch.Tensor]:
-    """Every metric of one explainer per (run, example): (S, N) each, keys `METRICS`."""
+    """Every metric of one explainer per (run, example): (S, N) each, keys `registry.SCORES`."""
     numbers = {"tau_loo": kendall_tau_b(scores, effects)}
     numbers.update(aopc_and_flips(params, inputs, descending_order(scores)))
     numbers["hit_at_1"] = hit_at_1(scores, rationale)
     numbers["marked_rank"] = marked_rank(scores, rationale)
     numbers["auprc"] = average_precision(scores, rationale)
-    return {name: numbers[name] for name in METRICS}
+    return {name: numbers[name] for name in SCORES}
 
 
 def run_means(per_example: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -230,8 +221,7 @@ def battery_tensors(
     rationale: torch.Tensor,
     seeds: list[int],
     explainers: list[str] | None = None,
-    n_steps: int = IG_STEPS,
-    order_seed: int = FaithfulnessConfig.order_seed,
+    settings: FaithfulnessConfig = DEFAULTS,
     seed_chunk: int = SEED_CHUNK,
 ) -> dict[str, dict[str, torch.Tensor]]:
     """{explainer: {metric: (S,)}} for the explainers (all by default) and `random`.
@@ -241,17 +231,18 @@ def battery_tensors(
     chunks run on threads of our own (pipeline/models/threads.py), each on one torch
     thread: the numbers are those of OMP_NUM_THREADS=1.
     `rationale`: the marked steps (N,) or a bool (N, T) mask of the steps that
-    decide each label.
+    decide each label. `settings`: the explainers' own (integrated gradients' nodes)
+    and the random baseline's seed.
     """
     names = list(EXPLAINERS) if explainers is None else list(explainers)
     rows = [*names, RANDOM]
     steps = inputs.shape[1]
     rationale = rationale_mask(rationale, steps)
-    noise = random_scores(seeds, inputs.shape[0], steps, order_seed, inputs.dtype)
+    noise = random_scores(seeds, inputs.shape[0], steps, settings.order_seed, inputs.dtype)
 
     def chunk(start: int) -> dict[str, dict[str, torch.Tensor]]:
         part = params.map(lambda t: t[start : start + seed_chunk])
-        scores = explain(part, inputs, sorted(set(names) | {"loo"}), n_steps)
+        scores = explain(part, inputs, sorted(set(names) | {"loo"}), settings)
         scores[RANDOM] = noise[start : start + seed_chunk].to(inputs.device)
         return {
             row: run_means(example_metrics(part, inputs, rationale, scores[row], scores["loo"]))
@@ -261,7 +252,7 @@ def battery_tensors(
     starts = range(0, params.runs, seed_chunk)
     chunks = run_jobs([partial(chunk, start) for start in starts], workers(len(starts)))
     return {
-        row: {metric: torch.cat([part[row][metric] for part in chunks]) for metric in METRICS}
+        row: {metric: torch.cat([part[row][metric] for part in chunks]) for metric in SCORES}
         for row in rows
     }
 
@@ -269,7 +260,7 @@ def battery_tensors(
 def applicable_metrics(rationale_rows: list[list[bool]]) -> tuple[str, ...]:
     """The battery's metrics that apply to a task's rationale rows (N, T): the rationale
     metrics only where it singles out steps; against every step they are constant."""
-    return MODEL_METRICS if all(map(all, rationale_rows)) else METRICS
+    return tuple(model_scores() if all(map(all, rationale_rows)) else SCORES)
 
 
 def task_rationale(kind: str, marked: torch.Tensor, steps: int) -> torch.Tensor:
@@ -288,8 +279,7 @@ def battery(
     rationale: torch.Tensor,
     seeds: list[int],
     explainers: list[str] | None = None,
-    n_steps: int = IG_STEPS,
-    order_seed: int = FaithfulnessConfig.order_seed,
+    settings: FaithfulnessConfig = DEFAULTS,
     seed_chunk: int = SEED_CHUNK,
 ) -> dict[str, dict[str, dict[str, float]]]:
     """{"<seed>": {"<explainer>": {"<metric>": float}}} over held-out inputs (N, T, C).
@@ -305,9 +295,7 @@ def battery(
         )
     if len(seeds) != params.runs:
         raise ValueError(f"{len(seeds)} seeds for {params.runs} runs")
-    table = battery_tensors(
-        params, inputs, rationale, seeds, explainers, n_steps, order_seed, seed_chunk
-    )
+    table = battery_tensors(params, inputs, rationale, seeds, explainers, settings, seed_chunk)
     columns = {
         row: {metric: values.tolist() for metric, values in metrics.items()}
         for row, metrics in table.items()
@@ -331,7 +319,7 @@ def first_shares(table: dict[str, dict[str, torch.Tensor]]) -> dict:
     """
     shares: dict[str, dict[str, float]] = {row: {} for row in table}
     for metric in next(iter(table.values())):  # the metrics the table holds
-        higher = HIGHER_IS_BETTER[metric]
+        higher = higher_is_better()[metric]
         rows = competitors(list(table), metric)
         values = torch.stack([table[row][metric] for row in rows])  # (E, S)
         firsts = ties.at_max(values if higher else -values, dim=0).to(torch.float64).mean(1)

@@ -35,9 +35,9 @@ from pipeline import data, tasks, ties
 from pipeline.analysis import capacity, faithfulness, metrics, stats, study
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
+from pipeline.kinds import VARIANTS
 from pipeline.models import frames, interface
 from pipeline.models.train import device_and_dtype
-from pipeline.models.variants import VARIANTS
 
 FOCUSED = 0.5  # a head's mean weight on the marked step
 SPREAD = 0.75  # a head's mean weight entropy over log T
@@ -121,8 +121,7 @@ def cell_battery(
         inputs,
         rationale,
         runs.seeds[:count],
-        n_steps=cfg.faithfulness.ig_steps,
-        order_seed=cfg.faithfulness.order_seed,
+        settings=cfg.faithfulness,
     )
     applies = faithfulness.applicable_metrics(rationale.tolist())
     table = {row: {m: numbers[m] for m in applies} for row, numbers in table.items()}

@@ -14,11 +14,15 @@ argmax hit.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
 from pipeline import ties
+from pipeline.analysis import registry
 from pipeline.config import EvalConfig
+from pipeline.errors import PipelineError
 from pipeline.models import interface
 from pipeline.models.interface import forward
 from pipeline.models.params import Params
@@ -82,16 +86,74 @@ def high_weight_flags(
     return high, high & ties.below(top_weight_effect(weights, effects), cfg.low_effect)
 
 
-# Per-seed numbers that are shares or means over examples, and those that count examples.
-EXAMPLE_MEANS = (
-    "train_accuracy",
-    "heldout_accuracy",
-    "marker_mass",
-    "argmax_hit",
-    "weight_effect_agreement",
-    "top_weight_effect",
-)
-EXAMPLE_COUNTS = ("high_weight", "high_weight_low_effect")
+@dataclass(frozen=True)
+class Outputs:
+    """What every per-example metric reads: the runs' outputs on both splits, the
+    held-out weights and the step ablation's effects."""
+
+    train_logits: torch.Tensor  # (S, N_train)
+    train_labels: torch.Tensor
+    logits: torch.Tensor  # (S, N) held-out
+    labels: torch.Tensor
+    marked: torch.Tensor  # (N,)
+    weights: torch.Tensor  # (S, N, T)
+    effects: torch.Tensor  # (S, N, T)
+    cfg: EvalConfig
+
+
+# Per-example values by metric key (pipeline/analysis/registry.py declares each one):
+# (S, N) over the metric's split, 0/1 indicators where it counts examples.
+PER_EXAMPLE: dict[str, Callable[[Outputs], torch.Tensor]] = {}
+
+
+def per_example(key: str) -> Callable:
+    """Register the per-example values of the declared metric `key`."""
+
+    def register(function: Callable[[Outputs], torch.Tensor]) -> Callable:
+        PER_EXAMPLE[key] = function
+        return function
+
+    return register
+
+
+@per_example("train_accuracy")
+def _train_correct(out: Outputs) -> torch.Tensor:
+    return correct(out.train_logits, out.train_labels)
+
+
+@per_example("heldout_accuracy")
+def _heldout_correct(out: Outputs) -> torch.Tensor:
+    return correct(out.logits, out.labels)
+
+
+@per_example("marker_mass")
+def _marked_weight(out: Outputs) -> torch.Tensor:
+    return marked_weight(out.weights, out.marked)
+
+
+@per_example("argmax_hit")
+def _argmax_on_marked(out: Outputs) -> torch.Tensor:
+    return (ties.first_max(out.weights) == out.marked).to(out.weights.dtype)
+
+
+@per_example("weight_effect_agreement")
+def _agrees(out: Outputs) -> torch.Tensor:
+    return agrees(out.weights, out.effects)
+
+
+@per_example("top_weight_effect")
+def _top_weight_effect(out: Outputs) -> torch.Tensor:
+    return top_weight_effect(out.weights, out.effects)
+
+
+@per_example("high_weight")
+def _high_weight(out: Outputs) -> torch.Tensor:
+    return high_weight_flags(out.weights, out.effects, out.cfg)[0]
+
+
+@per_example("high_weight_low_effect")
+def _high_weight_low_effect(out: Outputs) -> torch.Tensor:
+    return high_weight_flags(out.weights, out.effects, out.cfg)[1]
 
 
 def example_values(
@@ -102,44 +164,40 @@ def example_values(
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
     """Every per-run number before it is averaged or counted over examples.
 
-    Returns one (S, N) tensor per name of EXAMPLE_MEANS and EXAMPLE_COUNTS (0/1
-    indicators for the counts; N is the training split for train_accuracy, else
-    the held-out split), then the kind's own (`interface.extra_values`, held-out), and
-    the held-out weights and effects (S, N, T). The seed study resamples these
-    per-example values in its bootstrap.
+    Returns one (S, N) tensor per declared metric (registry.METRICS, in metrics.json's
+    order; N is the metric's split), then the kind's own (`interface.extra_values`,
+    held-out), and the held-out weights and effects (S, N, T). The seed study
+    resamples these per-example values in its bootstrap.
     """
     train_inputs, train_labels = train_set
     inputs, labels, marked = heldout_set
     train_logits, _ = forward(params, train_inputs)
     logits, weights = forward(params, inputs)
     effects = ablation_effects(params, inputs)
-    high, high_low = high_weight_flags(weights, effects, cfg)
-    values = {
-        "train_accuracy": correct(train_logits, train_labels),
-        "heldout_accuracy": correct(logits, labels),
-        "marker_mass": marked_weight(weights, marked),
-        "argmax_hit": (ties.first_max(weights) == marked).to(weights.dtype),
-        "weight_effect_agreement": agrees(weights, effects),
-        "top_weight_effect": top_weight_effect(weights, effects),
-        "high_weight": high,
-        "high_weight_low_effect": high_low,
-        **interface.extra_values(params, inputs, marked),
-    }
+    out = Outputs(train_logits, train_labels, logits, labels, marked, weights, effects, cfg)
+    missing = [key for key in registry.run_order() if key not in PER_EXAMPLE]
+    if missing:
+        raise PipelineError(f"metrics {missing} are declared but have no @per_example values")
+    values = {key: PER_EXAMPLE[key](out) for key in registry.run_order()}
+    values.update(interface.extra_values(params, inputs, marked))
     return values, weights, effects
 
 
 def per_run(values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """(S,) numbers from `example_values`: means, integer counts, then the variant's
-    own numbers (means)."""
-    numbers = {name: values[name].mean(-1) for name in EXAMPLE_MEANS}
-    numbers.update({name: values[name].sum(-1) for name in EXAMPLE_COUNTS})
+    """(S,) numbers from `example_values`: each declared metric reduced over its
+    examples (means, integer counts), then the variant's own numbers (means)."""
+    numbers = {
+        key: values[key].mean(-1) if registry.METRICS[key].reduce == "mean" else values[key].sum(-1)
+        for key in registry.run_order()
+        if key in values  # a held-out-only pass (the study's outside seeds) has one
+    }
     numbers.update({name: values[name].mean(-1) for name in variant_names(values)})
     return numbers
 
 
 def variant_names(values: dict) -> list[str]:
     """The keys of a variant's own numbers, in their order (none for the lesson)."""
-    return [name for name in values if name not in (*EXAMPLE_MEANS, *EXAMPLE_COUNTS)]
+    return [name for name in values if name not in registry.METRICS]
 
 
 def run_metrics(

@@ -24,7 +24,7 @@ import torch
 from tqdm import tqdm
 
 from pipeline import ties
-from pipeline.analysis import metrics, stats
+from pipeline.analysis import metrics, registry, stats
 from pipeline.config import (
     NUMBER_GROUPS,
     Config,
@@ -40,16 +40,6 @@ from pipeline.models.params import to_flat
 from pipeline.models.threads import run_jobs, workers
 from pipeline.models.train import device_and_dtype, finite_runs, train
 
-# The per-seed numbers summary.json describes, in its order; all are means over
-# held-out examples except train_accuracy (over training examples).
-SUMMARIZED = (
-    "heldout_accuracy",
-    "train_accuracy",
-    "marker_mass",
-    "argmax_hit",
-    "weight_effect_agreement",
-    "top_weight_effect",
-)
 NAMED_DIVERGED = 20  # seeds listed in a divergence error; the count is always given
 SHARD_FILE = "shard.pt"  # what a study.shard job writes into its Hydra run directory
 # A trained chunk: its diverged seeds, else its flat parameters and per-example values.
@@ -194,9 +184,9 @@ def study_seeds(study: StudyConfig) -> list[int]:
 
 
 def summarized(runs: SeedRuns) -> list[str]:
-    """SUMMARIZED, then the variant's own numbers (sink mass, per-head marker mass and
-    argmax hit), all held-out means."""
-    return [*SUMMARIZED, *metrics.variant_names(runs.values)]
+    """The declared means (registry.means), then the variant's own numbers (sink mass,
+    per-head marker mass and argmax hit), all held-out means."""
+    return [*registry.means(), *metrics.variant_names(runs.values)]
 
 
 def bootstrap_intervals(
@@ -214,12 +204,13 @@ def bootstrap_intervals(
     seed_counts = stats.resample_counts(len(runs.seeds), resamples, generator)
     heldout_counts = stats.resample_counts(heldout_size, resamples, generator)
     train_counts = None  # drawn last: without training values, the others stay the same
-    if "train_accuracy" in runs.values:
-        train_size = runs.values["train_accuracy"].shape[1]
+    on_train = [key for key in registry.means() if registry.METRICS[key].split == "train"]
+    if on_train and on_train[0] in runs.values:
+        train_size = runs.values[on_train[0]].shape[1]
         train_counts = stats.resample_counts(train_size, resamples, generator)
     intervals = {}
     for name in names or summarized(runs):
-        examples = train_counts if name == "train_accuracy" else heldout_counts
+        examples = train_counts if name in on_train else heldout_counts
         means = stats.multi_bootstrap_means(runs.values[name], seed_counts, examples)
         intervals[name] = stats.interval(means)
     return intervals

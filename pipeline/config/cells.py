@@ -1,12 +1,12 @@
 """The configs of the next lesson's grid cells: a task and a named model variant
-(pipeline/models/variants.py) on the lesson's settings."""
+(pipeline/kinds.py) on the lesson's settings."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from pipeline.config.schema import Config, ModelConfig, TaskConfig
-from pipeline.models.variants import VARIANTS
+from pipeline.kinds import VARIANTS
 
 
 def variant_config(variant: str, base: ModelConfig) -> ModelConfig:

@@ -18,7 +18,6 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
-from pipeline import tasks
 from pipeline.config.schema import (
     CONF_DIR,
     DEVICES,
@@ -37,8 +36,7 @@ from pipeline.config.schema import (
     StudyConfig,
 )
 from pipeline.errors import ConfigError
-from pipeline.models import KINDS
-from pipeline.models.variants import VARIANTS
+from pipeline.kinds import MODEL_KINDS, TASKS, VARIANTS
 
 
 def _check(ok: bool, key: str, allowed: str, value: Any) -> None:
@@ -245,9 +243,11 @@ def _check_values(cfg: Config) -> None:
         value = getattr(model, key)
         _check(value > 0, f"model.{key}", "must be a positive integer", value)
     _check(model.init_scale > 0, "model.init_scale", "must be > 0", model.init_scale)
-    _check(model.kind in KINDS, "model.kind", f"allowed: {', '.join(KINDS)}", model.kind)
+    _check(
+        model.kind in MODEL_KINDS, "model.kind", f"allowed: {', '.join(MODEL_KINDS)}", model.kind
+    )
     task = cfg.task.kind
-    _check(task in tasks.KINDS, "task.kind", f"allowed: {', '.join(tasks.KINDS)}", task)
+    _check(task in TASKS, "task.kind", f"allowed: {', '.join(TASKS)}", task)
     _check(model.heads >= 1, "model.heads", "must be an integer >= 1", model.heads)
     _check(
         model.positional in POSITIONAL,
@@ -299,9 +299,7 @@ def _check_values(cfg: Config) -> None:
     grid = cfg.grid
     for name, cell in grid.cells.items():
         key = f"grid.cells.{name}"
-        _check(
-            cell.task in tasks.KINDS, f"{key}.task", f"allowed: {', '.join(tasks.KINDS)}", cell.task
-        )
+        _check(cell.task in TASKS, f"{key}.task", f"allowed: {', '.join(TASKS)}", cell.task)
         allowed = f"allowed: {', '.join(VARIANTS)}"
         _check(cell.variant in VARIANTS, f"{key}.variant", allowed, cell.variant)
     _check(grid.seeds >= 2, "grid.seeds", "must be an integer >= 2", grid.seeds)
@@ -355,12 +353,12 @@ def _allowed_keys(key: str) -> list[str]:
     return [item.name for item in fields(node)] if is_dataclass(node) else []
 
 
-def validate(raw: DictConfig | dict, sizes: bool = True) -> Config:
+def validate(raw: DictConfig | dict) -> Config:
     """Merge a composed config into the schema and check every value.
 
     Returns a typed `Config` object; raises `ConfigError` with a one-line
-    message that names the offending key. `sizes`: also refuse a configuration
-    that cannot fit in memory (pipeline/config/memory.py; imports torch).
+    message that names the offending key. The memory bound is the stages' own
+    (pipeline/memory.py: it asks the model kinds, which import torch).
     """
     try:
         schema = OmegaConf.structured(Config)
@@ -380,8 +378,4 @@ def validate(raw: DictConfig | dict, sizes: bool = True) -> Config:
         raise ConfigError(f"invalid config value {key}: {reason}") from None
     cfg: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
     _check_values(cfg)
-    if sizes:  # last: the estimate multiplies sizes checked above
-        from pipeline.config.memory import check_memory
-
-        check_memory(cfg)
     return cfg

@@ -35,7 +35,7 @@ def composed_yaml(overrides: list[str] | None = None) -> str:
     (what DVC writes)."""
     cfg = compose(overrides)
     OmegaConf.resolve(cfg)
-    validate(cfg, sizes=False)
+    validate(cfg)
     return OmegaConf.to_yaml(cfg)
 
 
@@ -107,9 +107,8 @@ def yaml_error(path: Path, err: yaml.YAMLError) -> str:
     return f"invalid YAML in {name}{where}: {problem}"
 
 
-def load_params(path: Path | None = None, sizes: bool = True) -> Config:
-    """Read and validate params.yaml (the DVC stages' view of the config); `sizes`
-    as in `validate`."""
+def load_params(path: Path | None = None) -> Config:
+    """Read and validate params.yaml (the DVC stages' view of the config)."""
     path = path or Path.cwd() / PARAMS_FILE
     if not path.exists():
         raise ConfigError(f"missing {path}: run `python -m pipeline.params` to write it")
@@ -118,7 +117,7 @@ def load_params(path: Path | None = None, sizes: bool = True) -> Config:
     except yaml.YAMLError as err:
         raise ConfigError(yaml_error(path, err)) from None
     try:
-        return validate(raw, sizes)
+        return validate(raw)
     except ConfigError as err:
         raise ConfigError(f"{err}{_rejected_value_hint(path)}") from None
 

@@ -125,7 +125,7 @@ class FaithfulnessConfig:
 @dataclass
 class GridCell:
     task: str
-    variant: str  # a name of pipeline/models/variants.py
+    variant: str  # a name of pipeline/kinds.py
 
 
 # Heads: the two-patterns task; order: absolute and relative position.

@@ -1,4 +1,5 @@
-"""Model kinds as plug-ins: `model.kind` names a module, found through `KINDS`.
+"""Model kinds as plug-ins: `model.kind` names a module, found through
+`pipeline.kinds.MODEL_KINDS`.
 
 Every kind module offers the same small interface (pipeline/models/interface.py
 calls it; nothing else looks at the kind):
@@ -14,9 +15,9 @@ calls it; nothing else looks at the kind):
   for training speed), `gradient_step` (hand-derived gradients), and the memory
   estimate's `pooling_heads(cfg)` and `layer_values(cfg)`.
 
-This module imports no torch: the config validates `model.kind` against `KINDS`.
-A new kind is one module plus one YAML in conf/model/; a test registers a toy kind
-with `register`.
+A kind's name is registered in pipeline/kinds.py (torch-free, where the config
+checks `model.kind`); a new kind is one module, its name there, and one YAML in
+conf/model/. A test registers a toy kind with `kinds.register_model`.
 """
 
 from __future__ import annotations
@@ -24,17 +25,10 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-KINDS: dict[str, str | ModuleType] = {
-    kind: f"pipeline.models.{kind}" for kind in ("lesson", "sink", "multihead", "posenc", "window")
-}
-
-
-def register(kind: str, module: str | ModuleType) -> None:
-    """Make `module` (a module or its import path) the kind `kind`."""
-    KINDS[kind] = module
+from pipeline.kinds import MODEL_KINDS
 
 
 def kind_module(kind: str) -> ModuleType:
     """The module of a kind, imported on first use."""
-    module = KINDS[kind]
+    module = MODEL_KINDS[kind]
     return importlib.import_module(module) if isinstance(module, str) else module

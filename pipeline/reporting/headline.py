@@ -1,6 +1,7 @@
 """reports/headline.json: the few numbers `dvc metrics show` and `dvc exp show` list.
 
-The lesson's gap and per-run numbers, the study's headline and attention's two
+The lesson's gap and its per-run numbers flagged `headline` in
+pipeline/analysis/registry.py, the study's headline and attention's two
 faithfulness scores per run. Every number here is also in the full files
 (metrics.json, study/summary.json, faithfulness.json), which `pipeline.diff` and
 CI compare in full; this file only chooses what a table of experiments shows.
@@ -8,14 +9,8 @@ CI compare in full; this file only chooses what a table of experiments shows.
 
 from __future__ import annotations
 
-# Per lesson run: (metrics.json key, headline key).
-RUN_NUMBERS = {
-    "heldout_accuracy": "heldout_accuracy",
-    "train_accuracy": "train_accuracy",
-    "marker_mass": "marker_mass",
-    "weight_effect_agreement": "agreement",
-    "high_weight_low_effect": "high_weight_low_effect",
-}
+from pipeline.analysis import registry
+
 # Attention's scores per lesson run: rank agreement with step ablation (faithfulness)
 # and the hit rate on the marked step (plausibility).
 ATTENTION_NUMBERS = ("tau_loo", "hit_at_1")
@@ -31,7 +26,7 @@ def headline(metrics: dict, study: dict, faithfulness: dict) -> dict:
         },
         "runs": {
             seed: {
-                **{short: run[key] for key, short in RUN_NUMBERS.items()},
+                **{key: run[key] for key in registry.headline()},  # the flagged metrics
                 **{
                     f"attention_{name}": faithfulness["runs"][seed]["attention"][name]
                     for name in ATTENTION_NUMBERS

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.analysis.faithfulness_names import RANDOM, competitors
+from pipeline.analysis.registry import RANDOM, competitors
 from pipeline.tasks import task_module
 
 HEADS_TASK = "two_patterns"

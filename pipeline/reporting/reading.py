@@ -5,8 +5,8 @@ Each sentence picks its words by a named threshold and always prints the number.
 
 from __future__ import annotations
 
-from pipeline.analysis.faithfulness_names import competitors
 from pipeline.analysis.golden import golden_mismatches
+from pipeline.analysis.registry import SCORES, competitors
 
 # Thresholds of the plain-language reading. Rough on purpose: they pick a word,
 # the sentence always prints the number next to it.
@@ -225,20 +225,6 @@ def study_reading(summary: dict, table) -> str:
 
 # --- the faithfulness battery ---
 
-METRIC_MEANINGS = {
-    "tau_loo": "Kendall tau_b between the explainer's step scores and the leave-one-out "
-    "effects over all steps (higher: it orders every step as removal does)",
-    "aopc_comprehensiveness": "mean drop of P(predicted class) when the explainer's top 1..T-1 "
-    "steps are removed (higher: its top steps carry the prediction)",
-    "aopc_sufficiency": "mean drop of P(predicted class) when only its top 1..T-1 steps are "
-    "kept (lower: its top steps suffice)",
-    "flips_to_decision": "steps removed in its order until the predicted class flips, T if "
-    "never (lower: it finds the decisive steps sooner)",
-    "hit_at_1": "share of sequences whose top step is the marked one (higher)",
-    "marked_rank": "mean rank of the marked step, 1 the top (lower)",
-    "auprc": "average precision of the scores against the marked step (higher)",
-}
-
 
 def best_explainers(run: dict, metric: str, higher: bool) -> list[str]:
     values = {name: run[name][metric] for name in competitors(list(run), metric)}
@@ -253,15 +239,15 @@ def faithfulness_reading(document: dict, summary: dict, higher: dict[str, bool])
         "Each metric answers a different question (loo, the reference of tau_loo, does not "
         "compete on it; the random order is a baseline, not a competitor):"
     ]
-    lines += [f"- `{metric}`: {meaning}." for metric, meaning in METRIC_MEANINGS.items()]
+    lines += [f"- `{key}`: {score.measures}." for key, score in SCORES.items()]
     lines.append("")
     for seed, run in document["runs"].items():
-        firsts = {m: best_explainers(run, m, higher[m]) for m in METRIC_MEANINGS}
+        firsts = {m: best_explainers(run, m, higher[m]) for m in SCORES}
         named = "; ".join(
             f"{m} puts {' and '.join(firsts[m])} first ({run[firsts[m][0]][m]:.4f})"
             for m in ("tau_loo", "aopc_comprehensiveness", "hit_at_1")
         )
-        distinct = {name for m in METRIC_MEANINGS for name in firsts[m]}
+        distinct = {name for m in SCORES for name in firsts[m]}
         verdict = (
             "the metrics agree on one explainer"
             if len(distinct) == 1
@@ -287,7 +273,7 @@ def faithfulness_reading(document: dict, summary: dict, higher: dict[str, bool])
         metric: max(
             competitors(list(study), metric), key=lambda n, m=metric: study[n][m]["share_first"]
         )
-        for metric in METRIC_MEANINGS
+        for metric in SCORES
     }
     listed = "; ".join(
         f"{metric}: {name} ({study[name][metric]['share_first']:.0%})"

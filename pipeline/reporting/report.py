@@ -8,21 +8,11 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline.analysis.faithfulness_names import HIGHER_IS_BETTER, METRICS
+from pipeline.analysis import registry
 from pipeline.analysis.golden import GOLDEN, LESSON
 from pipeline.config import Config
 from pipeline.reporting.reading import faithfulness_reading, reading, study_reading
 
-RUN_COLUMNS = {
-    "accuracy": {"train_accuracy": "train", "heldout_accuracy": "held-out"},
-    "weights": {"marker_mass": "marker mass", "argmax_hit": "argmax hit"},
-    "ablation": {
-        "weight_effect_agreement": "agreement",
-        "top_weight_effect": "top-weight effect",
-        "high_weight": "weight > {high}",
-        "high_weight_low_effect": "of those effect < {low}",
-    },
-}
 DATA_ROWS = {
     "train_positive_rate": "positive rate, train",
     "heldout_positive_rate": "positive rate, held-out",
@@ -41,7 +31,10 @@ def data_table(document: dict) -> pd.DataFrame:
 
 
 def run_table(document: dict, group: str, high: float = 0.5, low: float = 0.05) -> pd.DataFrame:
-    columns = {k: v.format(high=high, low=low) for k, v in RUN_COLUMNS[group].items()}
+    columns = {
+        key: registry.METRICS[key].short.format(high=high, low=low)
+        for key in registry.in_table(group)
+    }
     frame = pd.DataFrame.from_dict(document["runs"], orient="index")[list(columns)]
     frame = frame.rename(columns=columns)
     frame.index = [f"run {seed}" for seed in frame.index]
@@ -51,9 +44,8 @@ def run_table(document: dict, group: str, high: float = 0.5, low: float = 0.05) 
 def variant_table(document: dict) -> pd.DataFrame | None:
     """The variant's own per-run numbers (sink mass; per-head marker mass and argmax
     hit), one row per run; None for a model without any (the lesson)."""
-    lesson_keys = {key for group in RUN_COLUMNS.values() for key in group}
     frame = pd.DataFrame.from_dict(document["runs"], orient="index")
-    extras = [key for key in frame.columns if key not in lesson_keys]
+    extras = [key for key in frame.columns if key not in registry.METRICS]
     if not extras:
         return None
     frame = frame[extras].rename(columns=lambda key: key.replace("_", " "))
@@ -169,20 +161,15 @@ def first_weights_markdown(steps: pd.DataFrame, golden: bool) -> str:
     return table.to_markdown(stralign="right", disable_numparse=True)
 
 
-STUDY_ROWS = {
-    "heldout_accuracy": "held-out accuracy",
-    "train_accuracy": "train accuracy",
-    "marker_mass": "marker mass",
-    "argmax_hit": "argmax hit",
-    "weight_effect_agreement": "agreement",
-    "top_weight_effect": "top-weight effect",
-}
 STUDY_COLUMNS = ("mean", "std", "min", "q05", "median", "q95", "max", "ci95_low", "ci95_high")
 
 
 def study_table(summary: dict) -> pd.DataFrame:
     """One row per per-seed number: its distribution over the study's seeds."""
-    rows = {label: [summary[key][c] for c in STUDY_COLUMNS] for key, label in STUDY_ROWS.items()}
+    rows = {
+        registry.METRICS[key].label: [summary[key][c] for c in STUDY_COLUMNS]
+        for key in registry.means()
+    }
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(STUDY_COLUMNS))
 
 
@@ -218,7 +205,7 @@ def study_section(summary: dict, table: pd.DataFrame, images: list[tuple[str, st
 
 def explainer_table(run: dict) -> pd.DataFrame:
     """One row per explainer (the random baseline last), one column per metric."""
-    return pd.DataFrame.from_dict(run, orient="index")[list(METRICS)]
+    return pd.DataFrame.from_dict(run, orient="index")[list(registry.SCORES)]
 
 
 def study_explainer_table(summary: dict) -> pd.DataFrame:
@@ -230,21 +217,18 @@ def study_explainer_table(summary: dict) -> pd.DataFrame:
             + (f" {numbers['share_first']:.0%}" if "share_first" in numbers else "")
             for metric, numbers in entry.items()
         }
-    return pd.DataFrame.from_dict(rows, orient="index")[list(METRICS)]
+    return pd.DataFrame.from_dict(rows, orient="index")[list(registry.SCORES)]
 
 
 def faithfulness_section(document: dict, summary: dict, images: list[tuple[str, str]]) -> list[str]:
     """The "Which explanation is faithful?" section."""
-    direction = ", ".join(
-        f"{m} {'higher' if up else 'lower'}" for m, up in HIGHER_IS_BETTER.items()
-    )
+    higher = registry.higher_is_better()
+    direction = ", ".join(f"{m} {'higher' if up else 'lower'}" for m, up in higher.items())
     parts = [
         "## Which explanation is faithful?",
-        "Six explainers score every step of every held-out sequence: `attention` (the "
-        "weight), `loo` (the step ablation), `gradient`, `grad_x_input`, "
-        "`integrated_gradients` (captum) and `value_norm` (weight times |readout|); `random` "
-        f"is a random order, for reference. Better is: {direction}.",
-        faithfulness_reading(document, summary, HIGHER_IS_BETTER),
+        f"{registry.explainers_sentence()}; `{registry.RANDOM}` is a random order, for "
+        f"reference. Better is: {direction}.",
+        faithfulness_reading(document, summary, higher),
     ]
     for seed, run in document["runs"].items():
         parts += [f"Run {seed}:", markdown_table(explainer_table(run), None)]

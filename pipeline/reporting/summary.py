@@ -6,21 +6,15 @@ Plain dicts in, text out: no torch, no pandas (the track stage's no-op path).
 
 from __future__ import annotations
 
+from pipeline.analysis import registry
 from pipeline.analysis.golden import golden_mismatches, is_lesson_config
 from pipeline.config import Config
 
-# (metrics.json key, column, what it measures)
-COLUMNS = [
-    ("train_accuracy", "train", "share of training sequences classified right"),
-    ("heldout_accuracy", "held-out", "the same on the held-out sequences"),
-    ("marker_mass", "marker mass", "mean attention weight on the marked step"),
-    (
-        "weight_effect_agreement",
-        "agreement",
-        "share of held-out sequences where the top-weight step is the step whose "
-        "ablation moves the output most",
-    ),
-]
+
+def columns() -> list[registry.Metric]:
+    """The headline metrics that are means over examples, in metrics.json's order."""
+    shown = set(registry.headline()) & set(registry.means())
+    return [registry.METRICS[key] for key in registry.run_order() if key in shown]
 
 
 def study_line(summary: dict) -> str:
@@ -44,11 +38,14 @@ def golden_line(cfg: Config, metrics: dict) -> str:
 
 
 def lesson_lines(cfg: Config, metrics: dict) -> list[str]:
-    widths = [max(len(column), 8) for _, column, _ in COLUMNS]
-    header = "       " + " ".join(f"{c:>{w}}" for (_, c, _), w in zip(COLUMNS, widths, strict=True))
+    shown = columns()
+    widths = [max(len(metric.short), 8) for metric in shown]
+    header = "       " + " ".join(
+        f"{metric.short:>{w}}" for metric, w in zip(shown, widths, strict=True)
+    )
     rows = [
         f"run {seed:<3}"
-        + " ".join(f"{run[key]:>{w}.4f}" for (key, _, _), w in zip(COLUMNS, widths, strict=True))
+        + " ".join(f"{run[m.key]:>{w}.4f}" for m, w in zip(shown, widths, strict=True))
         for seed, run in metrics["runs"].items()
     ]
     heldout = cfg.data.split[2]
@@ -58,7 +55,7 @@ def lesson_lines(cfg: Config, metrics: dict) -> list[str]:
         *rows,
         f"run-to-run gap {gap:.4f} in held-out accuracy ({round(gap * heldout)} of {heldout} "
         "sequences)",
-        *(f"  {column}: {meaning}" for _, column, meaning in COLUMNS),
+        *(f"  {metric.short}: {metric.measures}" for metric in shown),
     ]
 
 

@@ -9,6 +9,7 @@ from pipeline import data, provenance, ties
 from pipeline.analysis import metrics
 from pipeline.config import Config, load_params
 from pipeline.files import read_json, read_parquet, write_csv, write_json
+from pipeline.memory import check_memory
 from pipeline.models import frames, interface
 from pipeline.models.params import Params
 from pipeline.models.train import device_and_dtype
@@ -56,6 +57,7 @@ def run(
 
 def main() -> None:
     cfg = load_params()
+    check_memory(cfg)  # before any work: the largest stage of this config fits
     provenance.verify_inputs(cfg, "evaluate")
     frame = read_parquet(cfg.paths.sequences)
     _, params = frames.params_from_frame(

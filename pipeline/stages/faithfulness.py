@@ -14,6 +14,7 @@ from pipeline import provenance
 from pipeline.analysis import faithfulness
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_json, write_parquet
+from pipeline.memory import check_memory
 from pipeline.models import frames
 from pipeline.models.train import device_and_dtype
 from pipeline.stages import entry
@@ -29,8 +30,7 @@ def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict
         inputs,
         faithfulness.task_rationale(cfg.task.kind, marked, cfg.data.steps),
         seeds,
-        n_steps=cfg.faithfulness.ig_steps,
-        order_seed=cfg.faithfulness.order_seed,
+        settings=cfg.faithfulness,
     )
 
 
@@ -58,8 +58,7 @@ def run(
         labels,
         faithfulness.task_rationale(cfg.task.kind, marked, cfg.data.steps),
         seeds,
-        n_steps=cfg.faithfulness.ig_steps,
-        order_seed=cfg.faithfulness.order_seed,
+        settings=cfg.faithfulness,
     )
     study_table = battery_table(cfg, frame, study)
     summary = faithfulness.study_summary(study_table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
@@ -68,6 +67,7 @@ def run(
 
 def main() -> None:
     cfg = load_params()
+    check_memory(cfg)  # before any work: the largest stage of this config fits
     provenance.verify_inputs(cfg, "faithfulness")
     frame = read_parquet(cfg.paths.sequences)
     lesson = read_parquet(cfg.paths.parameters)

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 
-from pipeline import provenance, tasks
+from pipeline import provenance
 from pipeline.analysis import grid
 from pipeline.config import load_params
 from pipeline.errors import ConfigError
 from pipeline.files import write_json
-from pipeline.models.variants import VARIANTS
+from pipeline.kinds import TASKS, VARIANTS
+from pipeline.memory import check_memory
 from pipeline.stages import entry
 
 
@@ -25,15 +26,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("task")
     parser.add_argument("variant")
     args = parser.parse_args(argv)
-    if args.task not in tasks.KINDS:
-        raise ConfigError(f"unknown task {args.task!r}; allowed: {', '.join(tasks.KINDS)}")
+    if args.task not in TASKS:
+        raise ConfigError(f"unknown task {args.task!r}; allowed: {', '.join(TASKS)}")
     if args.variant not in VARIANTS:
         allowed = ", ".join(VARIANTS)
         raise ConfigError(f"unknown model variant {args.variant!r}; allowed: {allowed}")
     cfg = load_params()
+    check_memory(cfg)  # before any work: the largest stage of this config fits
     document = grid.run_cell(cfg, args.task, args.variant)
     document["params"] = provenance.grid_params(cfg)  # what the readers check it against
-    if load_params(sizes=False) != cfg:
+    if load_params() != cfg:
         raise ConfigError("params.yaml changed while the grid cell ran: not publishing")
     write_json(provenance.cell_path(cfg.paths.grid, args.task, args.variant), document)
     accuracy = document["heldout_accuracy"]

@@ -15,7 +15,7 @@ from pipeline.stages import entry
 
 
 def main() -> None:
-    cfg = load_params(sizes=False)  # reads the cells, computes nothing large
+    cfg = load_params()  # reads the cells, computes nothing large
     from pipeline.reporting.figures import next_lesson_figures
 
     cells = provenance.grid_cells(cfg)

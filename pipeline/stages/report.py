@@ -22,6 +22,7 @@ from pipeline.files import (
     write_json,
     write_text,
 )
+from pipeline.memory import check_memory
 from pipeline.reporting import figures, report
 from pipeline.reporting.headline import headline
 from pipeline.reporting.next_lesson import next_lesson_section
@@ -93,6 +94,7 @@ def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
 
 def main() -> None:
     cfg = load_params()
+    check_memory(cfg)  # before any work: the largest stage of this config fits
     provenance.verify_inputs(cfg, "report")
     document = read_json(cfg.paths.metrics)
     steps = read_csv(cfg.paths.step_table)

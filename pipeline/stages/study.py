@@ -9,6 +9,7 @@ from pipeline import provenance
 from pipeline.analysis import study
 from pipeline.config import load_params
 from pipeline.files import read_parquet, write_json, write_parquet
+from pipeline.memory import check_memory
 from pipeline.models import interface
 from pipeline.reporting.summary import study_line
 from pipeline.stages import entry
@@ -16,6 +17,7 @@ from pipeline.stages import entry
 
 def main() -> None:
     cfg = load_params()
+    check_memory(cfg)  # before any work: the largest stage of this config fits
     provenance.verify_inputs(cfg, "study")
     table, summary = study.run(cfg, read_parquet(cfg.paths.sequences), study.show_progress())
     with provenance.publishing(cfg, "study"):

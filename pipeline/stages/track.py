@@ -60,7 +60,7 @@ def params_snapshot(cfg: Config) -> str:
     """params.yaml's text, checked to be the params this stage started with: the run's
     params and its params.yaml artifact then cannot disagree."""
     text = Path(PARAMS_FILE).read_text()
-    provenance.check_params_unchanged(cfg, "track", validate(yaml.safe_load(text), sizes=False))
+    provenance.check_params_unchanged(cfg, "track", validate(yaml.safe_load(text)))
     return text
 
 
@@ -89,7 +89,7 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
 
 
 def main() -> None:
-    cfg = load_params(sizes=False)  # computes nothing: no memory bound, no torch
+    cfg = load_params()  # computes nothing: no memory bound, no torch
     if not cfg.tracking.enabled:
         print("tracking disabled (tracking.enabled=false)")
         write_json(cfg.paths.tracked_state, {"experiment": None, "state": None})

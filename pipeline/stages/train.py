@@ -8,6 +8,7 @@ import torch
 from pipeline import provenance
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_csv, write_parquet
+from pipeline.memory import check_memory
 from pipeline.models import frames, interface
 from pipeline.models.params import Params
 from pipeline.models.train import History, device_and_dtype, resolve_device, train
@@ -39,6 +40,7 @@ def curves_frame(history: History, seeds: list[int]) -> pd.DataFrame:
 
 def main() -> None:
     cfg = load_params()
+    check_memory(cfg)  # before any work: the largest stage of this config fits
     provenance.verify_inputs(cfg, "train")
     params, history = run(cfg, read_parquet(cfg.paths.sequences))
     table = frames.params_to_frame(params, cfg.train.seeds, cfg.model, cfg.data.steps)

@@ -1,4 +1,5 @@
-"""Tasks as plug-ins: `task.kind` names a module, found through `KINDS`.
+"""Tasks as plug-ins: `task.kind` names a module, found through
+`pipeline.kinds.TASKS`.
 
 Every task draws the lesson's sequences (pipeline/data.py: the same stream, the
 same readings and marked step) and labels them by its own rule. A task module
@@ -10,7 +11,8 @@ offers, without torch:
   every step they are constant and the grid leaves them out);
 - a docstring with the rule, its rationale and which faithfulness metrics apply.
 
-A new task is one module plus one YAML in conf/task/.
+A new task is one module, its name in pipeline/kinds.py, and one YAML in
+conf/task/.
 """
 
 from __future__ import annotations
@@ -18,18 +20,11 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-KINDS: dict[str, str | ModuleType] = {
-    kind: f"pipeline.tasks.{kind}" for kind in ("lesson", "two_patterns", "first_half", "rise")
-}
-
-
-def register(kind: str, module: str | ModuleType) -> None:
-    """Make `module` (a module or its import path) the task `kind`."""
-    KINDS[kind] = module
+from pipeline.kinds import TASKS
 
 
 def task_module(kind: str) -> ModuleType:
-    module = KINDS[kind]
+    module = TASKS[kind]
     return importlib.import_module(module) if isinstance(module, str) else module
 
 

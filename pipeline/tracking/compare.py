@@ -16,27 +16,36 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline.analysis import registry
 from pipeline.errors import PipelineError
 from pipeline.files import command_output, write_csv
 from pipeline.tracking.history import metric, read_store, store_parser, text_table
 
-# Parent metric -> column. The gap's name before the namespaces is the fallback.
-PARENT_COLUMNS = {
-    "model/parameters": "params",
-    "gap/seed_gap": "gap",
-    "gap/heldout_min": "heldout_min",
-    "gap/heldout_max": "heldout_max",
-    "study/heldout_accuracy/mean": "study_heldout",
-    "study/marker_mass/mean": "study_mass",
-    "study/pair_gap/p_at_least_observed": "study_p_gap",
-}
-# Per-seed metric (under lesson/) -> column of its mean over the version's seeds.
-SEED_COLUMNS = {
-    "heldout_accuracy": "heldout",
-    "marker_mass": "mass",
-    "argmax_hit": "hit",
-    "weight_effect_agreement": "agree",
-}
+
+def parent_columns() -> dict[str, str]:
+    """Parent metric -> column: the model, the gap, the study's mean of each headline
+    held-out metric. The gap's name before the namespaces is the fallback."""
+    study = {
+        f"study/{key}/mean": f"study_{registry.METRICS[key].column}"
+        for key in registry.heldout_means()
+        if registry.METRICS[key].headline
+    }
+    return {
+        "model/parameters": "params",
+        "gap/seed_gap": "gap",
+        "gap/heldout_min": "heldout_min",
+        "gap/heldout_max": "heldout_max",
+        **study,
+        "study/pair_gap/p_at_least_observed": "study_p_gap",
+    }
+
+
+def seed_columns() -> dict[str, str]:
+    """Per-seed metric (under lesson/) -> column of its mean over the version's seeds:
+    every held-out mean."""
+    return {key: registry.METRICS[key].column for key in registry.heldout_means()}
+
+
 VARIANT_PARAMS = ("model.kind", "model.heads", "model.positional", "model.window")
 
 
@@ -59,13 +68,13 @@ def variant_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
         if f"params.{key}" in parents and parents[f"params.{key}"].nunique() > 1:
             table[key.removeprefix("model.")] = parents[f"params.{key}"]
     table["gap"] = metric(parents, "gap/seed_gap", "seed_gap")
-    for name, column in PARENT_COLUMNS.items():
+    for name, column in parent_columns().items():
         if f"metrics.{name}" in parents and column != "gap":
             table[column] = parents[f"metrics.{name}"]
     if "params" in table:
         table["params"] = table["params"].round().astype("Int64")
     seeds = children.set_index("tags.mlflow.parentRunId")
-    for name, column in SEED_COLUMNS.items():
+    for name, column in seed_columns().items():
         table[column] = metric(seeds, f"lesson/{name}", name).groupby(level=0).mean()
     # The kinds' own numbers (interface.extra_values): sink, per head.
     prefixes = ("metrics.lesson/sink_", "metrics.lesson/head_")

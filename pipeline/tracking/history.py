@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline.analysis import registry
 from pipeline.config import NUMBER_GROUPS, PARAMS_FILE, PROJECT_ROOT, load_params
 from pipeline.errors import PipelineError, TrackingError
 from pipeline.files import command_output, read_json, write_bytes
@@ -21,11 +22,11 @@ from pipeline.tracking import sweep as sweep_module
 from pipeline.tracking.search import search_parent_runs
 from pipeline.tracking.store import store_uri
 
-SEED_METRICS = {
-    "heldout_accuracy": "heldout",
-    "marker_mass": "mass",
-    "weight_effect_agreement": "agree",
-}
+
+def seed_metrics() -> dict[str, str]:
+    """The headline metrics that are held-out means: metric key -> column."""
+    shown = [key for key in registry.headline() if key in registry.heldout_means()]
+    return {key: registry.METRICS[key].column for key in shown}
 
 
 def metric(runs: pd.DataFrame, name: str, before: str) -> pd.Series:
@@ -57,9 +58,9 @@ def history_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
         index=parents["run_id"].to_numpy(),
     )
     children = children.assign(
-        **{name: metric(children, f"lesson/{name}", name) for name in SEED_METRICS}
+        **{name: metric(children, f"lesson/{name}", name) for name in seed_metrics()}
     )
-    for name, short in SEED_METRICS.items():
+    for name, short in seed_metrics().items():
         wide = children.pivot_table(
             index="tags.mlflow.parentRunId", columns="tags.seed", values=name
         )
@@ -148,7 +149,7 @@ def read_store(args: argparse.Namespace) -> tuple[str, pd.DataFrame, pd.DataFram
     """(URI, parent runs, child runs) of the store the options name, params.yaml's
     tracking settings by default; a store that cannot be read ends the command."""
     try:
-        cfg = load_params(PROJECT_ROOT / PARAMS_FILE, sizes=False).tracking
+        cfg = load_params(PROJECT_ROOT / PARAMS_FILE).tracking
         uri = args.uri or store_uri(cfg)
         return uri, *search_parent_runs(uri, args.experiment or cfg.experiment)
     except PipelineError as err:

@@ -162,7 +162,7 @@ def baseline_config(root: Path) -> tuple[Config, str]:
         )
         if shown.returncode == 0:
             try:
-                return validate(yaml.safe_load(shown.stdout), sizes=False), f"baseline {rev[:7]}"
+                return validate(yaml.safe_load(shown.stdout)), f"baseline {rev[:7]}"
             except (PipelineError, yaml.YAMLError):  # an older schema: use the defaults
                 pass
     return Config(), "the lesson's defaults"

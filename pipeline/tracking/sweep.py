@@ -73,17 +73,22 @@ def output_dir() -> Path:
 
 
 def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
-    """Validate the config and run `task`; its result (a few numbers) goes to
-    job.json. An expected failure ends a single run with exit code 1, and a sweep's
-    job with a failed record, so that the other jobs still run and are logged.
+    """Validate the config, check that it fits in memory, and run `task`; its result
+    (a few numbers) goes to job.json. An expected failure ends a single run with exit
+    code 1, and a sweep's job with a failed record, so that the other jobs still run
+    and are logged.
     A job whose sweep is gone ends its process and publishes nothing."""
+    from pipeline.memory import check_memory  # torch: only where a job computes
+
     hydra = HydraConfig.get()
     record: dict = {"overrides": list(hydra.overrides.task)}
     if hydra.mode == RunMode.MULTIRUN:
         record["job"] = hydra.job.num
         follow_sweep(record)
     try:
-        record |= {"status": "finished", "result": task(validate(raw))}
+        cfg = validate(raw)
+        check_memory(cfg)
+        record |= {"status": "finished", "result": task(cfg)}
     except OrphanedError as err:
         abandon(record, err)
     except PipelineError as err:

@@ -12,9 +12,10 @@ the measured peak and within twice it (benchmarks/bench_memory.py,
 tests/test_memory.py).
 
 The kind's own factors (its heads, a layer before the pooling, its parameter
-count) come from its module (pipeline/models/interface.py), so this check imports
-torch: entry points that compute nothing (the track stage, the tracking commands)
-validate with `sizes=False`.
+count) come from its module (pipeline/models/interface.py), so the check sits above
+both the config and the models, and imports torch: the stages that compute call
+`check_memory` after loading their config; the generate stage and the commands
+that compute nothing do not.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pipeline import tasks
+from pipeline.analysis import registry
 from pipeline.config.cells import cell_config
 from pipeline.config.schema import MAX_BYTES, Config, ModelConfig
 from pipeline.errors import ConfigError
@@ -41,15 +43,18 @@ PYTHON_FLOAT_BYTES = 32  # an init value is drawn as a Python float, then kept
 # their many chunks leave behind.
 PROCESS_BYTES = 480 * 2**20
 THREADS_BYTES = 200 * 2**20
-# Runs per batch of the faithfulness battery (pipeline.analysis.faithfulness.SEED_CHUNK,
-# which imports this module's callers; tests check they agree).
-BATTERY_RUNS = 16
 TRAINING_STAGES = ("study", "faithfulness")  # stages whose work runs on our threads
 # The faithfulness stage runs the battery over every study seed, 16 at a time:
 # glibc's heap grows over its many chunks (measured: 1.47x one pair's peak for the
 # lesson at 1000 seeds, 1.50x for window 12 at 2000, with the fixed part), which
 # the fit of one pair (battery_values) does not see.
 MANY_CHUNKS_HEAP = 1.3
+# Runs per batch of the faithfulness battery (pipeline/analysis/faithfulness.py's
+# SEED_CHUNK is this one). IG's (n_steps, runs, N, T, C) tensors are the largest:
+# 16 runs of the lesson (N = 180, T = 12) keep them near 28 MB in float64; larger
+# chunks were slower per run on 1-2 CPU threads (memory traffic), smaller ones add
+# per-call overhead.
+BATTERY_RUNS = 16
 
 
 @dataclass(frozen=True)
@@ -121,7 +126,10 @@ def study_terms(cfg: Config, seeds: int, seeds_key: str, sets: int = 1) -> list[
         sizes["model.heads"] = heads
     size_key = max(sizes, key=sizes.__getitem__)  # what a run's parameter count grows with
     layer = interface.layer_values(model)
-    kept = 10 + 2 * heads  # per-example values the study keeps per held-out example
+    # Per-example values the study keeps per held-out example: each declared metric on
+    # the held-out split, the kind's own (up to two per head), and 3 more that the
+    # measured peaks ask for (benchmarks/bench_memory.py).
+    kept = len(registry.on_split("heldout")) + 3 + 2 * heads
     return [
         MemoryTerm(
             "the parameters",
@@ -229,10 +237,15 @@ def grid_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
     key = (
         "grid.seeds" if cfg.grid.seeds <= cfg.grid.faithfulness_seeds else "grid.faithfulness_seeds"
     )
+    # Over more chunks than run at once, the heap grows as in the faithfulness stage
+    # (measured: window12's cell at grid.seeds=1000, 100 battery runs in 7 chunks,
+    # peaked at 4.1 to 7.0 GiB over eight runs of the same config).
+    chunks = math.ceil(battery_runs / BATTERY_RUNS)
+    many_chunks = chunks > workers(chunks)
     return [
         sequences_term(cell),
         *study_terms(cell, cfg.grid.seeds, "grid.seeds", sets),
-        *battery_terms(cell, battery_runs, key),
+        *battery_terms(cell, battery_runs, key, MANY_CHUNKS_HEAP if many_chunks else 1.0),
     ]
 
 

@@ -1,0 +1,43 @@
+"""Where a kind chosen by config is found: model kinds, tasks and the grid's named
+model variants, by name.
+
+Torch-free and importing nothing of the project, so that the config checks a name
+(pipeline/config/checks.py) without loading a model, and the generate stage, which
+only labels sequences, does not depend on pipeline/models/. The modules are
+imported on use: `pipeline.models.kind_module`, `pipeline.tasks.task_module`.
+A test registers a toy kind or task with `register_model` or `register_task`.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+
+MODEL_KINDS: dict[str, str | ModuleType] = {
+    kind: f"pipeline.models.{kind}" for kind in ("lesson", "sink", "multihead", "posenc", "window")
+}
+TASKS: dict[str, str | ModuleType] = {
+    kind: f"pipeline.tasks.{kind}" for kind in ("lesson", "two_patterns", "first_half", "rise")
+}
+# A model kind with the one setting that matters on a task (its heads, its
+# encoding, its window width): the grid's cells and the capacity table name these.
+VARIANTS: dict[str, dict] = {
+    "lesson": {"kind": "lesson"},
+    "sink": {"kind": "sink"},
+    "multihead2": {"kind": "multihead", "heads": 2},
+    "multihead4": {"kind": "multihead", "heads": 4},
+    "posenc_learned": {"kind": "posenc", "positional": "learned"},
+    "posenc_sinusoidal": {"kind": "posenc", "positional": "sinusoidal"},
+    "window2": {"kind": "window", "window": 2},
+    "window3": {"kind": "window", "window": 3},
+    "window12": {"kind": "window", "window": 12},
+}
+
+
+def register_model(kind: str, module: str | ModuleType) -> None:
+    """Make `module` (a module or its import path) the model kind `kind`."""
+    MODEL_KINDS[kind] = module
+
+
+def register_task(kind: str, module: str | ModuleType) -> None:
+    """Make `module` (a module or its import path) the task `kind`."""
+    TASKS[kind] = module
