@@ -10,20 +10,19 @@ A stage whose launcher (DVC) is gone publishes nothing: an orphan of a killed
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
 import io
 import json
 import os
 import shutil
 import signal
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pipeline import processes
 from pipeline.config.schema import PROJECT_ROOT
 from pipeline.errors import ConfigError, DiskFullError, OrphanedError, OutputError
 from pipeline.precision import rounded, rounded_frame
@@ -33,7 +32,6 @@ if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs no
 
 # DVC runs a stage as `$SHELL -c CMD`: bash execs CMD, dash stays in between.
 SHELLS = frozenset({"sh", "dash", "bash", "zsh", "ksh", "mksh", "fish", "busybox"})
-PR_SET_PDEATHSIG = 1
 _launcher: tuple[int, ...] | None = None  # (parent pid[, the parent shell's parent pid])
 # Inside all_or_none: (temporary file, or None to delete; target), published at its end.
 _staged: list[tuple[str | None, Path]] | None = None
@@ -48,16 +46,6 @@ def byte_size(count: float) -> str:
     return f"{count:.1f}".removesuffix(".0") + f" {units[power]}"
 
 
-def _process(pid: int) -> tuple[str, int] | None:
-    """(command name, parent pid) of a live process, from /proc; None where unknown."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :]
-    return name, int(rest.split()[1])
-
-
 def watch_launcher() -> None:
     """Remember which process started this one; from now on a file is published only
     while it is alive. Where the parent is a shell, the shell's parent (DVC) counts
@@ -66,11 +54,9 @@ def watch_launcher() -> None:
     if _launcher is not None:
         return
     parent = os.getppid()
-    shell = _process(parent)
+    shell = processes.name_and_parent(parent)
     _launcher = (parent, shell[1]) if shell and shell[0] in SHELLS else (parent,)
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    processes.die_with_parent(signal.SIGTERM)
 
 
 def launcher_alive() -> bool:
@@ -81,7 +67,7 @@ def launcher_alive() -> bool:
         return False
     if len(_launcher) == 1:
         return True
-    shell = _process(_launcher[0])
+    shell = processes.name_and_parent(_launcher[0])
     return shell is not None and shell[1] == _launcher[1]
 
 

@@ -17,8 +17,8 @@ from pipeline import tracking
 from pipeline.config import Config, run_hydra_app
 from pipeline.files import write_json
 from pipeline.reporting.report import text_tables
+from pipeline.scaleout import sweep
 from pipeline.stages import evaluate, generate, train
-from pipeline.tracking import sweep
 
 
 def lesson(cfg: Config) -> dict:

@@ -4,7 +4,7 @@
     python -m pipeline.study -m data.seed=1,2,3   one study per config
 
 Writes summary.json into its run directory and logs it to MLflow; with
-study.shard=i/n, one shard (shard.pt) for `python -m pipeline.merge_study`.
+study.shard=i/n, one shard (shard.pt) for `python -m pipeline merge_study`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from pipeline.analysis.study import (
 from pipeline.config import Config, run_hydra_app
 from pipeline.files import write_bytes, write_json
 from pipeline.reporting.summary import study_line
-from pipeline.tracking import sweep
+from pipeline.scaleout import sweep
 
 
 def study_job(cfg: Config) -> dict:

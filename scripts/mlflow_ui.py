@@ -17,8 +17,8 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from pipeline.browse.ui import LOGIN_FOLDER, mlflow_ui
 from pipeline.tracking.auth import Login, login
-from pipeline.tracking.ui import LOGIN_FOLDER, mlflow_ui
 from pipeline.tracking.view import GAP_VIEW
 
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")

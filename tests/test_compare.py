@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from pipeline import tracking
+from pipeline.browse import compare
 from pipeline.config import TaskConfig
-from pipeline.tracking import compare
 from tests.test_tracking import committed_state
 
 

@@ -1,10 +1,10 @@
-"""pipeline.diff: what changed first, then the headline metrics, then the rest."""
+"""pipeline diff: what changed first, then the headline metrics, then the rest."""
 
 from __future__ import annotations
 
 import json
 
-from pipeline.tracking import diff
+from pipeline.browse import diff
 
 PARAMS = {"params.yaml": {"train.lr": {"old": 0.6, "new": 0.3, "diff": -0.3}}}
 HEADLINE = {

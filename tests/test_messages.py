@@ -68,7 +68,7 @@ def test_a_garbage_provenance_record_is_one_line(tmp_path, monkeypatch, small_cf
 
 
 def test_pipeline_ui_on_a_corrupt_store_is_one_line(tmp_path, monkeypatch):
-    from pipeline.tracking import ui
+    from pipeline.browse import ui
 
     (tmp_path / "mlflow.db").write_bytes(b"garbage, not a database" * 100)
     monkeypatch.setenv("DVC_ROOT", str(tmp_path))

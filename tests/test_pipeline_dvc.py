@@ -339,7 +339,7 @@ def test_queued_experiments_all_run(repo):
 
 def test_history_prints_a_row_per_version(repo):
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline.history", "--plot", "gap.png"],
+        [sys.executable, "-m", "pipeline", "history", "--plot", "gap.png"],
         cwd=repo,
         capture_output=True,
         text=True,

@@ -19,9 +19,10 @@ import pytest
 
 from pipeline import data, precision, tracking
 from pipeline.analysis import study
+from pipeline.browse import history
 from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
 from pipeline.errors import PipelineError
-from pipeline.tracking import history, merge_study
+from pipeline.scaleout import merge_study
 from tests.conftest import assert_login_required, kill_group
 
 SMALL = ["study.seeds=40", "study.chunk=10", "study.bootstrap=50", "train.epochs=20"]
@@ -44,8 +45,8 @@ def run_module(module: str, *args: str, timeout: int = 600) -> subprocess.Comple
 @contextlib.contextmanager
 def logged_in(store: Path):
     """The environment of a job given the login of the server whose store is `store`
-    (what `pipeline.server` prints)."""
-    from pipeline.tracking.server import server_login
+    (what `pipeline server` prints)."""
+    from pipeline.scaleout.server import server_login
 
     with mock.patch.dict(os.environ, server_login(store).client_env()):
         yield
@@ -109,23 +110,23 @@ def test_merge_refuses_missing_doubled_and_foreign_shards(tmp_path):
     write_shards(tmp_path / "a", 2)
     (tmp_path / "a" / "1" / study.SHARD_FILE).unlink()
     with pytest.raises(PipelineError, match=r"missing shards 1/2: the study needs all 2"):
-        merge_study.merge(tmp_path / "a")
+        study.merged_summary(tmp_path / "a")
     write_shards(tmp_path / "b", 2, "train.lr=0.3")
     shutil.copytree(tmp_path / "b" / "1", tmp_path / "a" / "1", dirs_exist_ok=True)
     with pytest.raises(PipelineError, match=r"is not a shard of .*: train.lr differ"):
-        merge_study.merge(tmp_path / "a")
+        study.merged_summary(tmp_path / "a")
     shutil.copytree(tmp_path / "b", tmp_path / "c" / "again")
     shutil.copytree(tmp_path / "b", tmp_path / "c" / "b")
     with pytest.raises(PipelineError, match=r"shard 0/2 twice"):
-        merge_study.merge(tmp_path / "c")
+        study.merged_summary(tmp_path / "c")
     (tmp_path / "bad" / "0").mkdir(parents=True)
     (tmp_path / "bad" / "0" / study.SHARD_FILE).write_bytes(b"not a shard")
     with pytest.raises(PipelineError, match=r"cannot read shard .*bad/0/shard.pt: "):
-        merge_study.merge(tmp_path / "bad")
+        study.merged_summary(tmp_path / "bad")
     (tmp_path / "empty").mkdir()
     with pytest.raises(PipelineError, match="no shard.pt found"):
-        merge_study.merge(tmp_path / "empty")
-    result = run_module("pipeline.merge_study", str(tmp_path / "missing"), "--out", "x.json")
+        study.merged_summary(tmp_path / "empty")
+    result = run_module("pipeline", "merge_study", str(tmp_path / "missing"), "--out", "x.json")
     assert result.returncode == 1
     assert result.stderr.strip() == f"error: no such sweep directory: {tmp_path / 'missing'}"
 
@@ -197,7 +198,7 @@ def require_postgres() -> None:
 @pytest.fixture(scope="module")
 def server():
     """PostgreSQL and `mlflow server` on free loopback ports, stopped afterwards."""
-    from pipeline.tracking.server import tracking_server
+    from pipeline.scaleout.server import tracking_server
 
     require_postgres()
     # Not under pytest's tmp_path: as root, PostgreSQL runs as `postgres`, which
@@ -225,7 +226,7 @@ def test_a_four_job_sweep_logs_four_parents_to_one_server(server, tmp_path, laun
     assert jobs == {
         f"train.lr={lr} data.seed={seed}": ["1", "2"] for lr in (0.3, 0.6) for seed in (1, 2)
     }
-    listed = run_module("pipeline.history", "--uri", server, "--sweep", str(sweep_dir))
+    listed = run_module("pipeline", "history", "--uri", server, "--sweep", str(sweep_dir))
     assert listed.returncode == 0, listed.stderr
     assert len(listed.stdout.strip().splitlines()) == 5  # header and four jobs
 
@@ -246,7 +247,7 @@ def test_a_sharded_study_merges_to_the_unsharded_summary(server, tmp_path):
     merged = tmp_path / "merged.json"
     assert (
         run_module(
-            "pipeline.merge_study", str(tmp_path / "shards"), "--out", str(merged)
+            "pipeline", "merge_study", str(tmp_path / "shards"), "--out", str(merged)
         ).returncode
         == 0
     )
@@ -276,14 +277,14 @@ def test_submitit_local_runs_the_sweep_path_of_slurm(tmp_path):
 def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
     """Issue 34, case 3, too: any local user could create and delete experiments and
     upload artifacts through its API; it now asks for the login it prints."""
-    from pipeline.tracking.server import server_login
+    from pipeline.scaleout.server import server_login
     from pipeline.tracking.serving import free_port
 
     require_postgres()
     root = Path(tempfile.mkdtemp(prefix="tracking-server-"))
     root.chmod(0o755)
     port = free_port()
-    command = [sys.executable, "-m", "pipeline.server", str(root / "store"), "--port", str(port)]
+    command = [sys.executable, "-m", "pipeline", "server", str(root / "store"), "--port", str(port)]
     server = subprocess.Popen(
         command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -367,7 +368,7 @@ def test_a_file_that_is_not_a_shard_is_named_without_unsafe_advice(tmp_path, pay
         payload = buffer.getvalue()
     path.write_bytes(payload)
     with pytest.raises(PipelineError) as err:
-        merge_study.merge(tmp_path)
+        study.merged_summary(tmp_path)
     message = str(err.value)
     assert message == f"cannot read shard {path}: not a study shard, or a damaged one"
     assert "weights_only" not in message
@@ -377,7 +378,7 @@ def test_merge_into_an_existing_folder_is_one_line_naming_it(tmp_path, monkeypat
     def no_merge(sweep_dir):
         raise AssertionError("merged before checking --out")
 
-    monkeypatch.setattr(merge_study, "merge", no_merge)
+    monkeypatch.setattr(merge_study.study, "merged_summary", no_merge)
     (tmp_path / "sweep").mkdir()
     with pytest.raises(SystemExit) as exit_:
         merge_study.main([str(tmp_path / "sweep"), "--out", str(tmp_path)])
@@ -388,7 +389,7 @@ def test_merge_into_an_existing_folder_is_one_line_naming_it(tmp_path, monkeypat
 
 
 def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(merge_study, "merge", lambda sweep_dir: {"seeds": 1})
+    monkeypatch.setattr(merge_study.study, "merged_summary", lambda sweep_dir: {"seeds": 1})
     monkeypatch.setattr(merge_study, "study_line", lambda summary: "1 seed")
     out = tmp_path / "file" / "summary.json"
     (tmp_path / "file").write_text("a file, not a folder")
@@ -432,7 +433,7 @@ def _alive(pid: int) -> bool:
 def test_a_stopped_sweep_stops_its_jobs_and_they_publish_nothing(tmp_path, signum):
     """Issue 22: after SIGTERM to a joblib sweep its loky workers ran on, and an
     in-flight job wrote its summary.json and logged a run."""
-    from pipeline.tracking.sweep import JOB_FILE
+    from pipeline.scaleout.sweep import JOB_FILE
 
     sweep_dir = tmp_path / "sweep"
     command = [
@@ -506,7 +507,7 @@ def test_a_busy_port_is_one_error_naming_it_before_the_server_starts_anything(tm
         busy.listen()
         port = busy.getsockname()[1]
         started = time.monotonic()
-        command = ["pipeline.server", str(tmp_path / "store"), "--port", str(port)]
+        command = ["pipeline", "server", str(tmp_path / "store"), "--port", str(port)]
         result = run_module(*command, timeout=60)
     assert time.monotonic() - started < 30
     assert result.returncode == 1
@@ -564,13 +565,13 @@ def test_a_server_refusing_the_login_is_one_line_naming_the_variables(user, monk
     whose = f" of user {user!r}" if user else ""
     assert str(err.value) == (
         f"MLflow tracking server {uri} refused the login{whose}: set MLFLOW_TRACKING_USERNAME "
-        "and MLFLOW_TRACKING_PASSWORD to its login (python -m pipeline.server prints them)"
+        "and MLFLOW_TRACKING_PASSWORD to its login (python -m pipeline server prints them)"
     )
 
 
 def start_server_command(store: Path, port: int) -> subprocess.Popen:
-    """`python -m pipeline.server store --port port`, once it has printed its URI."""
-    command = [sys.executable, "-m", "pipeline.server", str(store), "--port", str(port)]
+    """`python -m pipeline server store --port port`, once it has printed its URI."""
+    command = [sys.executable, "-m", "pipeline", "server", str(store), "--port", str(port)]
     server = subprocess.Popen(
         command, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, text=True, start_new_session=True
     )
@@ -638,7 +639,7 @@ def test_a_second_server_on_the_folder_names_the_log_and_a_killed_one_leaves_not
     server = start_server_command(root / "store", port)
     uri = f"http://127.0.0.1:{port}"
     try:
-        second = run_module("pipeline.server", str(root / "store"), "--port", str(free_port()))
+        second = run_module("pipeline", "server", str(root / "store"), "--port", str(free_port()))
         assert second.returncode == 1
         log = root / "store" / "postgres" / "postgres.log"
         [error] = second.stderr.strip().splitlines()
@@ -669,7 +670,7 @@ def test_a_second_server_on_the_folder_names_the_log_and_a_killed_one_leaves_not
 def test_a_job_whose_sweep_is_gone_ends_without_publishing(monkeypatch, capsys):
     import socket
 
-    from pipeline.tracking import sweep
+    from pipeline.scaleout import sweep
 
     exits = []
 
@@ -707,9 +708,9 @@ def test_a_job_whose_sweep_is_gone_ends_without_publishing(monkeypatch, capsys):
 
 
 def test_a_folder_postgres_cannot_enter_is_one_line_with_the_way_out():
-    """Issue 34, case 17: `pipeline.server` as root in a folder that only root can enter
+    """Issue 34, case 17: `pipeline server` as root in a folder that only root can enter
     failed at initdb (the postgres user cannot read the secret)."""
-    from pipeline.tracking.server import check_reachable_by_others
+    from pipeline.scaleout.server import check_reachable_by_others
 
     base = Path(tempfile.mkdtemp(prefix="tracking-server-"))  # not pytest's 0700 folders
     try:

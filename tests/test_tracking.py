@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 
 from pipeline import tracking
+from pipeline.browse import history
 from pipeline.config import PROJECT_ROOT, TrackingConfig
 from pipeline.data import generate
 from pipeline.errors import TrackingError
-from pipeline.tracking import history
 from pipeline.tracking import store as store_module
 from pipeline.tracking.client import complete
 from pipeline.tracking.store import artifact_location, store_error
@@ -122,7 +122,7 @@ def test_runs_name_their_version_describe_the_change_and_say_who_logged_them(def
 
 def test_reading_a_store_leaves_the_environment_alone(default_cfg, store, monkeypatch):
     """mlflow.set_tracking_uri exports MLFLOW_TRACKING_URI: a `dvc repro` started
-    after `pipeline.history` in the same process would log to the store it read."""
+    after `pipeline history` in the same process would log to the store it read."""
     import os
 
     monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
@@ -625,8 +625,8 @@ def test_the_printed_ui_command_quotes_every_value(default_cfg, monkeypatch, tmp
     cfg = replace(default_cfg, tracking=replace(default_cfg.tracking, experiment=hostile))
     local = f"sqlite:///{tracking.store_root() / 'mlflow.db'}"
     hint = ui_hint(cfg, local)
-    assert shlex.split(hint) == ["python", "-m", "pipeline.ui", "--experiment", hostile]
-    assert ui_hint(default_cfg, local) == "python -m pipeline.ui"
+    assert shlex.split(hint) == ["python", "-m", "pipeline", "ui", "--experiment", hostile]
+    assert ui_hint(default_cfg, local) == "python -m pipeline ui"
     other = ui_hint(cfg, "http://127.0.0.1:5000/x;id")
     assert shlex.split(other.split(",")[0]) == [
         "mlflow",
@@ -731,7 +731,7 @@ def test_the_commands_output_options_write_only_their_own_files(tmp_path, monkey
 
 
 def test_diff_refuses_its_out_file_in_one_line_before_computing(capsys):
-    from pipeline.tracking import diff
+    from pipeline.browse import diff
 
     with pytest.raises(SystemExit) as exit_:
         diff.main(["HEAD", "--out", "mlflow.db"])
@@ -752,7 +752,7 @@ def test_history_replaces_only_its_own_plot(default_cfg, store, capsys):
 
 
 def test_compare_replaces_only_its_own_csv(default_cfg, store, capsys):
-    from pipeline.tracking import compare
+    from pipeline.browse import compare
 
     tracking.log_state(committed_state(default_cfg, store))
     folder = Path(store.removeprefix("sqlite:///")).parent

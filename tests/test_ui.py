@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from pipeline import tracking
+from pipeline.browse.ui import LOGIN_FOLDER, UI_HOST
 from pipeline.tracking.auth import login
-from pipeline.tracking.ui import LOGIN_FOLDER, UI_HOST
 from scripts.mlflow_ui import (
     CHROMIUM,
     chart_labels,
@@ -78,7 +78,7 @@ def test_a_new_user_reaches_the_gap_from_the_ui_home(two_versions):
 
 
 def test_pipeline_ui_link_opens_the_gap_view_and_ctrl_c_stops_it(two_versions):
-    """`python -m pipeline.ui`: the link to the saved gap view of the project's store,
+    """`python -m pipeline ui`: the link to the saved gap view of the project's store,
     opened in a fresh browser, served on loopback until Ctrl-C, which stops the
     server it started."""
     import signal
@@ -88,7 +88,7 @@ def test_pipeline_ui_link_opens_the_gap_view_and_ctrl_c_stops_it(two_versions):
     import urllib.request
 
     ui = subprocess.Popen(
-        [sys.executable, "-m", "pipeline.ui", "--experiment", "test"],
+        [sys.executable, "-m", "pipeline", "ui", "--experiment", "test"],
         env={**os.environ, "DVC_ROOT": str(two_versions.parent)},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -127,8 +127,8 @@ def test_pipeline_ui_link_opens_the_gap_view_and_ctrl_c_stops_it(two_versions):
 
 def test_the_ui_refuses_every_request_without_the_owner_s_login(tmp_path, store):
     """Issue 34, case 3: any local user could read and change the store through the
-    UI's API. `pipeline.ui` says where the login is; the browser tests above log in."""
-    from pipeline.tracking.ui import mlflow_ui
+    UI's API. `pipeline ui` says where the login is; the browser tests above log in."""
+    from pipeline.browse.ui import mlflow_ui
 
     owner = login(tmp_path / LOGIN_FOLDER)
     with mlflow_ui(Path(store.removeprefix("sqlite:///")), owner) as base:
@@ -136,7 +136,7 @@ def test_the_ui_refuses_every_request_without_the_owner_s_login(tmp_path, store)
 
 
 def test_pipeline_ui_without_a_store_says_what_to_run(tmp_path, monkeypatch):
-    from pipeline.tracking import ui
+    from pipeline.browse import ui
 
     monkeypatch.setenv("DVC_ROOT", str(tmp_path))
     with pytest.raises(SystemExit) as exit_:
@@ -181,7 +181,8 @@ def test_the_servers_stop_on_sigint_even_when_started_with_it_ignored():
 def test_both_server_commands_take_the_signal_handlers():
     import inspect
 
-    from pipeline.tracking import server, ui
+    from pipeline.browse import ui
+    from pipeline.scaleout import server
 
     assert "stop_on_signals()" in inspect.getsource(ui.main)
     assert "stop_on_signals()" in inspect.getsource(server.main)
@@ -189,10 +190,10 @@ def test_both_server_commands_take_the_signal_handlers():
 
 @pytest.mark.slow
 def test_ctrl_c_leaves_no_ui_log_behind(tmp_path, monkeypatch, store):
-    """Issue 34, case 17: `pipeline.ui` left its log in /tmp after every Ctrl-C."""
+    """Issue 34, case 17: `pipeline ui` left its log in /tmp after every Ctrl-C."""
     import tempfile
 
-    from pipeline.tracking.ui import mlflow_ui
+    from pipeline.browse.ui import mlflow_ui
 
     logs = tmp_path / "tmp"
     logs.mkdir()

@@ -37,7 +37,7 @@ class Metric:
 
     @property
     def column(self) -> str:
-        """A name for wide tables (pipeline.history, pipeline.compare): the short label
+        """A name for wide tables (pipeline history, pipeline compare): the short label
         as one word ("held-out" heldout, "marker mass" marker_mass)."""
         return re.sub(r"[^a-z0-9]+", "_", self.short.lower().replace("-", "")).strip("_")
 

@@ -245,7 +245,7 @@ def run(cfg: Config, frame: pd.DataFrame, progress: bool = False) -> tuple[pd.Da
         raise ConfigError(
             f"invalid config value study.shard={cfg.study.shard!r}: a shard has no summary of "
             "its own; shard with `python -m pipeline.study -m study.shard=...`, join with "
-            "`python -m pipeline.merge_study`"
+            "`python -m pipeline merge_study`"
         )
     runs = train_seeds(cfg, frame, study_seeds(cfg.study), progress)
     lesson = lesson_accuracy(cfg, runs, outside_accuracy(cfg, frame))
@@ -346,3 +346,12 @@ def merge_shards(paths: list[Path]) -> tuple[Config, SeedRuns, dict[int, float]]
     )
     outside = {int(seed): accuracy for seed, accuracy in first["outside"].items()}
     return validate(config), runs, outside
+
+
+def merged_summary(sweep_dir: Path) -> dict:
+    """The study summary of the shards under `sweep_dir` (a sharded study's sweep):
+    byte for byte what an unsharded run of the same seeds writes."""
+    if not sweep_dir.is_dir():
+        raise PipelineError(f"no such sweep directory: {sweep_dir}")
+    cfg, runs, outside = merge_shards(sorted(sweep_dir.rglob(SHARD_FILE)))
+    return summarize(runs, cfg, lesson_accuracy(cfg, runs, outside))

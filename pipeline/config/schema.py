@@ -110,7 +110,7 @@ class StudyConfig:
     bootstrap_seed: int = 0
     chunk: int = 250  # seeds trained and evaluated at once: bounds the memory
     # "i/n": only the i-th of n shards of the seeds (python -m pipeline.study sweeps;
-    # python -m pipeline.merge_study joins them); null: every seed.
+    # python -m pipeline merge_study joins them); null: every seed.
     shard: str | None = None
 
 

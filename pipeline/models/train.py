@@ -11,10 +11,8 @@ tests/test_train.py and tests/test_models.py check them against the definition.
 
 from __future__ import annotations
 
-import ctypes
-import sys
 from dataclasses import dataclass
-from functools import cache, partial
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -27,6 +25,7 @@ from pipeline.models.params import Params, to_flat
 from pipeline.models.pooling import probability
 from pipeline.models.threads import available, check_stopped, run_jobs
 from pipeline.precision import settle
+from pipeline.processes import keep_freed_memory
 
 
 @dataclass(frozen=True)
@@ -154,30 +153,6 @@ def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 # in one block). Runs are independent, so the block changes no number beyond float
 # rounding. A kind may ask for its own (`training_block`: posenc, the window kernel).
 AUTOGRAD_BLOCK = 50
-
-
-# glibc's mallopt parameters (malloc.h).
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-
-
-@cache  # once per process: the setting is process-wide
-def keep_freed_memory() -> None:
-    """Let glibc keep freed memory for reuse instead of returning it to the kernel.
-
-    Every epoch allocates and frees the same few-megabyte temporaries; by default
-    glibc serves them with fresh mmaps or trims them off the heap, so each epoch
-    faults its pages in again. On the 2-core VM, window variant, 250 seeds: 1.37M
-    page faults and 24.6 s by default, 0.13M and 19.7 s with these settings. Peak
-    memory does not grow (freed memory is reused, not added). Linux/glibc only.
-    """
-    if sys.platform != "linux":
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc (musl)
-        return
-    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's upper bound for this setting
-    libc.mallopt(M_TRIM_THRESHOLD, 256 << 20)
 
 
 def train_autograd(

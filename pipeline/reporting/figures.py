@@ -40,7 +40,7 @@ def render(
     return buffer.getvalue()
 
 
-GAP_HISTORY_TITLE = "pipeline.history: the gap across versions"
+GAP_HISTORY_TITLE = "pipeline history: the gap across versions"
 
 
 def sorted_weights(steps: pd.DataFrame, seed: int) -> tuple[pd.DataFrame, pd.Series]:

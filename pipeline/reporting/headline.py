@@ -3,7 +3,7 @@
 The lesson's gap and its per-run numbers flagged `headline` in
 pipeline/analysis/registry.py, the study's headline and attention's two
 faithfulness scores per run. Every number here is also in the full files
-(metrics.json, study/summary.json, faithfulness.json), which `pipeline.diff` and
+(metrics.json, study/summary.json, faithfulness.json), which `pipeline diff` and
 CI compare in full; this file only chooses what a table of experiments shows.
 """
 

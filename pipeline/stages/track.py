@@ -105,8 +105,8 @@ def ui_hint(cfg: Config, uri: str) -> str:
     if uri != f"sqlite:///{tracking.store_root() / 'mlflow.db'}":  # another store
         return f"mlflow ui --backend-store-uri {shlex.quote(uri)}, view {tracking.GAP_VIEW!r}"
     if cfg.tracking.experiment != TrackingConfig().experiment:
-        return f"python -m pipeline.ui --experiment {shlex.quote(cfg.tracking.experiment)}"
-    return "python -m pipeline.ui"
+        return f"python -m pipeline ui --experiment {shlex.quote(cfg.tracking.experiment)}"
+    return "python -m pipeline ui"
 
 
 if __name__ == "__main__":

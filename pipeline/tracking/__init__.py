@@ -11,10 +11,12 @@ Only the modules of this package import mlflow, and only inside functions:
 - runs: logging a pipeline state (parent and child runs)
 - study_runs: logging a seed study job
 - search: reading the logged states back
+- grid_runs: logging the grid's cells
+- auth: the login of the MLflow servers we start (MLflow's basic-auth app)
 - serving: free ports and waiting for a server
-- history, compare, diff: what the versions did (`python -m pipeline.history`, ...)
-- server, ui: a tracking server on PostgreSQL, MLflow's UI on the gap view
-- sweep, merge_study: Hydra jobs and sweeps, joining a sharded study
+
+The commands that read the store and print live in pipeline/browse/, the
+scale-out machinery (sweeps, the tracking server) in pipeline/scaleout/.
 
 The names below are the ones the stages and the Hydra apps use.
 """

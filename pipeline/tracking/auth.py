@@ -1,4 +1,4 @@
-"""A login for the MLflow servers we start (`pipeline.ui`, `pipeline.server`).
+"""A login for the MLflow servers we start (`pipeline ui`, `pipeline server`).
 
 Both run MLflow's own basic-auth app (`--app-name basic-auth`, from `mlflow[auth]`):
 every request but /health and the static files must give the owner's user and

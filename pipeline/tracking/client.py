@@ -8,6 +8,8 @@ this package without it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pipeline.tracking.state import STATE_TAG
@@ -134,3 +136,49 @@ def complete(client, run: str, digest: str, log_rest) -> None:
         raise
     client.set_tag(run, STATE_TAG, digest)
     client.set_terminated(run)
+
+
+@dataclass(frozen=True)
+class NewRun:
+    """A run `log_once` logs: its name, tags, params and numbers, and `rest`, what goes
+    in before the run is complete (child runs, artifacts), given the client, the run
+    id and the run's tags (the pending-state tag included)."""
+
+    name: str
+    tags: dict[str, str]
+    params: dict[str, str]
+    values: dict[str, float]
+    dataset: object = None
+    rest: Callable[[object, str, dict[str, str]], None] = lambda client, run, tags: None
+
+
+def log_once(
+    uri: str,
+    experiment_name: str,
+    digest: str,
+    new_run: Callable[[object, str], NewRun],
+    logged: Callable[[object, str], None] | None = None,
+) -> tuple[str, bool]:
+    """Log state `digest` once in the experiment: (run id, newly logged).
+
+    Where a complete run already carries the state, `logged(client, run)` (if given)
+    and that run. Otherwise the runs an interrupted log of the state left are closed
+    (`start_state`), `new_run(client, experiment id)` is logged, then its `rest`;
+    only then does the run carry the state (`complete`). The caller holds the store's
+    lock (`store.locked`)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment_id = experiment(client, uri, experiment_name)
+    existing = find_state(client, experiment_id, digest)
+    if existing:
+        if logged is not None:
+            logged(client, existing)
+        return existing, False
+    run = new_run(client, experiment_id)
+    tags = {**start_state(client, experiment_id, digest), **run.tags}
+    run_id = log_run(
+        client, experiment_id, run.name, tags, run.params, run.values, dataset=run.dataset
+    )
+    complete(client, run_id, digest, lambda: run.rest(client, run_id, tags))
+    return run_id, True

@@ -14,14 +14,7 @@ from pathlib import Path
 
 from pipeline.config import Config
 from pipeline.config.checks import GRID_SUFFIX
-from pipeline.tracking.client import (
-    complete,
-    experiment,
-    find_state,
-    log_run,
-    source_tags,
-    start_state,
-)
+from pipeline.tracking.client import NewRun, log_once, source_tags
 from pipeline.tracking.state import nested_metrics, number_params, state_digest
 from pipeline.tracking.store import locked, store_uri
 
@@ -47,29 +40,27 @@ def log_cells(cfg: Config, cells: list[tuple[Config, dict, Path]]) -> list[tuple
 
 
 def _log_cell(uri: str, cfg: Config, cell: Config, document: dict, path: Path) -> tuple[str, bool]:
-    from mlflow.tracking import MlflowClient
-
-    client = MlflowClient(tracking_uri=uri)
-    experiment_id = experiment(client, uri, cfg.tracking.experiment + SUFFIX)
     tags = {"task": document["task"], "model": document["variant"]}
+
+    def new_run(client, experiment_id: str) -> NewRun:
+        name = f"{document['task']} x {document['variant']}"
+        accuracy = document["heldout_accuracy"]
+        run_tags = {
+            **source_tags("python -m pipeline.stages.next_lesson"),
+            **tags,
+            "version": name,
+            "mlflow.note.content": (
+                f"{name}: held-out {accuracy['mean']:.4f} ({accuracy['ci95_low']:.4f}-"
+                f"{accuracy['ci95_high']:.4f}) over {document['seeds']} seeds"
+            ),
+        }
+        return NewRun(
+            name,
+            run_tags,
+            number_params(cell),
+            cell_metrics(document),
+            rest=lambda client, run, _: client.log_artifact(run, str(path), artifact_path="grid"),
+        )
+
     digest = state_digest(cell, document, tags)
-    existing = find_state(client, experiment_id, digest)
-    if existing:
-        return existing, False
-    name = f"{document['task']} x {document['variant']}"
-    accuracy = document["heldout_accuracy"]
-    run_tags = {
-        **start_state(client, experiment_id, digest),
-        **source_tags("python -m pipeline.stages.next_lesson"),
-        **tags,
-        "version": name,
-        "mlflow.note.content": (
-            f"{name}: held-out {accuracy['mean']:.4f} ({accuracy['ci95_low']:.4f}-"
-            f"{accuracy['ci95_high']:.4f}) over {document['seeds']} seeds"
-        ),
-    }
-    run = log_run(
-        client, experiment_id, name, run_tags, number_params(cell), cell_metrics(document)
-    )
-    complete(client, run, digest, lambda: client.log_artifact(run, str(path), artifact_path="grid"))
-    return run, True
+    return log_once(uri, cfg.tracking.experiment + SUFFIX, digest, new_run)

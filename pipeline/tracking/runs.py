@@ -15,14 +15,7 @@ from pathlib import Path
 
 from pipeline.config import PARAMS_FILE, Config
 from pipeline.tracking import record
-from pipeline.tracking.client import (
-    complete,
-    experiment,
-    find_state,
-    log_run,
-    source_tags,
-    start_state,
-)
+from pipeline.tracking.client import NewRun, log_once, log_run, source_tags
 from pipeline.tracking.state import (
     PipelineState,
     baseline_config,
@@ -122,46 +115,42 @@ def dataset_input(state: PipelineState):
 
 
 def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
-    from mlflow.tracking import MlflowClient
+    def logged(client, run: str) -> None:
+        files = local_artifacts(client, run, state)
+        if missing_artifacts(client, run, state, files):
+            _log_artifacts(client, run, state)
+            print(f"the artifacts of run {run} were gone: logged them again")
+        _remember_run(uri, state, run, files)
 
-    client = MlflowClient(tracking_uri=uri)
-    experiment_id = experiment(client, uri, state.cfg.tracking.experiment)
-    digest = state.digest
-    existing = find_state(client, experiment_id, digest)
-    if existing:
-        files = local_artifacts(client, existing, state)
-        if missing_artifacts(client, existing, state, files):
-            _log_artifacts(client, existing, state)
-            print(f"the artifacts of run {existing} were gone: logged them again")
-        _remember_run(uri, state, existing, files)
-        return existing, False
+    def new_run(client, experiment_id: str) -> NewRun:
+        name = version_label(state.tags)
+        baseline, label = baseline_config(store_root())
+        values = parent_metrics(state)
+        tags = {
+            **run_tags(state),
+            "version": name,
+            "mlflow.note.content": description(state.cfg, values, baseline, label),
+        }
+        dataset = dataset_input(state)
+        # A run without a study or a battery (python -m pipeline.run) has no such params.
+        skipped = tuple(
+            f"{group}."
+            for group, part in (("study", state.study), ("faithfulness", state.faithfulness))
+            if part is None
+        )
+        params = {k: v for k, v in number_params(state.cfg).items() if not k.startswith(skipped)}
 
-    name = version_label(state.tags)
-    baseline, label = baseline_config(store_root())
-    values = parent_metrics(state)
-    tags = {
-        **run_tags(state),
-        **start_state(client, experiment_id, digest),
-        "version": name,
-        "mlflow.note.content": description(state.cfg, values, baseline, label),
-    }
-    dataset = dataset_input(state)
-    # A run without a study or a battery (python -m pipeline.run) has no such params.
-    skipped = tuple(
-        f"{group}."
-        for group, part in (("study", state.study), ("faithfulness", state.faithfulness))
-        if part is None
-    )
-    params = {k: v for k, v in number_params(state.cfg).items() if not k.startswith(skipped)}
-    parent = log_run(client, experiment_id, name, tags, params, values, dataset=dataset)
-    complete(
-        client,
-        parent,
-        digest,
-        lambda: _log_children_and_artifacts(client, experiment_id, parent, state, tags, dataset),
-    )
-    _remember_run(uri, state, parent, local_artifacts(client, parent, state))
-    return parent, True
+        def rest(client, parent: str, parent_tags: dict[str, str]) -> None:
+            _log_children_and_artifacts(client, experiment_id, parent, state, parent_tags, dataset)
+
+        return NewRun(name, tags, params, values, dataset, rest)
+
+    parent, new = log_once(uri, state.cfg.tracking.experiment, state.digest, new_run, logged)
+    if new:
+        from mlflow.tracking import MlflowClient
+
+        _remember_run(uri, state, parent, local_artifacts(MlflowClient(uri), parent, state))
+    return parent, new
 
 
 def artifact_names(state: PipelineState) -> list[str]:

@@ -1,7 +1,7 @@
 """Servers on loopback ports: a free port, a port in use refused, and waiting
 until the mlflow server started here (not another one) answers.
 
-pipeline.tracking.server (PostgreSQL and `mlflow server`) and pipeline.tracking.ui
+pipeline.scaleout.server (PostgreSQL and `mlflow server`) and pipeline.browse.ui
 (`mlflow ui`) start their servers through these.
 """
 

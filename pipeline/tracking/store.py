@@ -185,7 +185,7 @@ def check_server(uri: str) -> None:
                 f"MLflow tracking server {uri} refused the login"
                 + (f" of user {user!r}" if user else "")
                 + ": set MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD to its login "
-                "(python -m pipeline.server prints them)"
+                "(python -m pipeline server prints them)"
             ) from None
         if err.code < 500:
             return

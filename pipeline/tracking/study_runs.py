@@ -8,14 +8,7 @@ from pathlib import Path
 
 from pipeline.config import Config
 from pipeline.reporting.summary import study_line
-from pipeline.tracking.client import (
-    complete,
-    experiment,
-    find_state,
-    log_run,
-    source_tags,
-    start_state,
-)
+from pipeline.tracking.client import NewRun, log_once, source_tags
 from pipeline.tracking.state import nested_metrics, number_params, state_digest, version_label
 from pipeline.tracking.store import locked, store_uri
 
@@ -38,28 +31,27 @@ def study_note(summary: dict) -> str:
 def _log_study_locked(
     uri: str, cfg: Config, summary: dict, tags: dict[str, str], summary_file: Path
 ) -> tuple[str, bool]:
-    from mlflow.tracking import MlflowClient
+    def new_run(client, experiment_id: str) -> NewRun:
+        name = version_label(tags)
+        run_tags = {
+            **source_tags("python -m pipeline.study"),
+            **tags,
+            "version": name,
+            "mlflow.note.content": study_note(summary),
+        }
+        values = {
+            "gap/seed_gap": summary["pair_gap"]["observed"],
+            **nested_metrics(summary, "study/"),
+        }
+        return NewRun(
+            name,
+            run_tags,
+            number_params(cfg),
+            values,
+            rest=lambda client, run, _: client.log_artifact(
+                run, str(summary_file), artifact_path="study"
+            ),
+        )
 
-    client = MlflowClient(tracking_uri=uri)
-    experiment_id = experiment(client, uri, cfg.tracking.experiment)
     digest = state_digest(cfg, {}, tags, summary)
-    existing = find_state(client, experiment_id, digest)
-    if existing:
-        return existing, False
-    name = version_label(tags)
-    run_tags = {
-        **start_state(client, experiment_id, digest),
-        **source_tags("python -m pipeline.study"),
-        **tags,
-        "version": name,
-        "mlflow.note.content": study_note(summary),
-    }
-    values = {"gap/seed_gap": summary["pair_gap"]["observed"], **nested_metrics(summary, "study/")}
-    run = log_run(client, experiment_id, name, run_tags, number_params(cfg), values)
-    complete(
-        client,
-        run,
-        digest,
-        lambda: client.log_artifact(run, str(summary_file), artifact_path="study"),
-    )
-    return run, True
+    return log_once(uri, cfg.tracking.experiment, digest, new_run)

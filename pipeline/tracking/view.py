@@ -48,3 +48,13 @@ def save_view(client, experiment_id: str, tags: dict[str, str] | None) -> None:
     experiment's tags, None for a new experiment): an older store's gets replaced."""
     if tags is None or tags.get(VIEW_TAG) != VIEW_VALUE:
         client.set_experiment_tag(experiment_id, VIEW_TAG, VIEW_VALUE)
+
+
+def save_gap_view(uri: str, experiment_id: str) -> None:
+    """Write the current gap view onto the experiment: a store logged before the view
+    was listed in the Views menu, or before it charted gap/seed_gap_sequences, gets
+    it without a new run."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    save_view(client, experiment_id, client.get_experiment(experiment_id).tags)

@@ -1,4 +1,4 @@
-"""How the run-to-run gap moved across versions: `python -m pipeline.history`.
+"""How the run-to-run gap moved across versions: `python -m pipeline history`.
 
 Reads the MLflow store (pipeline.tracking.search.search_parent_runs) and
 prints one row per recorded version (DVC experiment or git commit): the gap,
@@ -18,7 +18,7 @@ from pipeline.analysis import registry
 from pipeline.config import NUMBER_GROUPS, PARAMS_FILE, PROJECT_ROOT, load_params
 from pipeline.errors import PipelineError, TrackingError
 from pipeline.files import command_output, read_json, write_bytes
-from pipeline.tracking import sweep as sweep_module
+from pipeline.scaleout import sweep as sweep_module
 from pipeline.tracking.search import search_parent_runs
 from pipeline.tracking.store import store_uri
 

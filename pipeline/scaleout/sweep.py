@@ -32,6 +32,7 @@ from pipeline import files
 from pipeline.config import PROJECT_ROOT, Config, validate
 from pipeline.errors import OrphanedError, PipelineError
 from pipeline.files import read_json, write_json
+from pipeline.processes import descendants, process_start
 from pipeline.tracking.state import environment_tags, git_tags
 
 JOB_FILE = "job.json"
@@ -53,7 +54,7 @@ def job_tags() -> dict[str, str]:
 
 def run_tags(cfg: Config) -> dict[str, str]:
     """A job's parent-run tags: git commit, torch and device, its place in the sweep."""
-    # torch: `pipeline.history` reads JOB_FILE only
+    # torch: `pipeline history` reads JOB_FILE only
     from pipeline.models.train import resolve_device
 
     device = resolve_device(cfg.train.device).type
@@ -98,38 +99,6 @@ def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
         print(f"error: job {record['job']} ({shown(record['overrides'])}): {err}", file=sys.stderr)
         record |= {"status": "failed", "error": str(err)}
     write_json(output_dir() / JOB_FILE, record)
-
-
-def _stat(pid: int) -> list[str] | None:
-    """/proc/PID/stat's fields after the command name (state, ppid, ...); None if gone."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2 :].split()
-
-
-def process_start(pid: int) -> str | None:
-    """When a live process started (clock ticks after boot): with its pid, this names
-    one process, also once the pid is reused. None if it is gone or a zombie."""
-    fields = _stat(pid)
-    return None if fields is None or fields[0] == "Z" else fields[19]
-
-
-def descendants(pid: int) -> list[int]:
-    """The processes below `pid`, children first, from /proc (none without it)."""
-    children: dict[int, list[int]] = {}
-    entries = Path("/proc").iterdir() if Path("/proc/self/stat").exists() else []
-    for entry in entries:
-        fields = _stat(int(entry.name)) if entry.name.isdigit() else None
-        if fields is not None:
-            children.setdefault(int(fields[1]), []).append(int(entry.name))
-    found, queue = [], [pid]
-    while queue:
-        below = children.get(queue.pop(0), [])
-        found += below
-        queue += below
-    return found
 
 
 def sweep_identity() -> str | None:

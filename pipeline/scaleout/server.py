@@ -1,6 +1,6 @@
 """One MLflow tracking server for every worker of a sweep, on PostgreSQL.
 
-    python -m pipeline.server .mlflow-server [--port 5000]
+    python -m pipeline server .mlflow-server [--port 5000]
 
 Starts PostgreSQL (initdb into DIR/postgres, loopback TCP only, no unix socket)
 and `mlflow server` with that backend store and its artifacts under
@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import os
 import pwd
 import secrets
@@ -36,10 +35,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.processes import dies_with_this_process
 from pipeline.tracking.auth import APP_NAME, Login, login, write_secret
 from pipeline.tracking.serving import (
     START_TIMEOUT_S,
@@ -50,9 +50,8 @@ from pipeline.tracking.serving import (
 )
 
 DATABASE = "mlflow"  # the database and its owner, PostgreSQL's superuser
-PR_SET_PDEATHSIG = 1
 PG_HBA = """\
-# Written by pipeline.server on every start: every connection gives the password.
+# Written by pipeline server on every start: every connection gives the password.
 local all all scram-sha-256
 host  all all 127.0.0.1/32 scram-sha-256
 host  all all ::1/128 scram-sha-256
@@ -102,22 +101,6 @@ def _run(args: list[str], what: str, **kwargs) -> str:
     return result.stderr
 
 
-def _dies_with_this_process(signum: int) -> Callable[[], None] | None:
-    """A preexec_fn: Linux sends the child `signum` when this process dies, even by
-    SIGKILL. It runs after the switch to the postgres user, which would clear it."""
-    if sys.platform != "linux":
-        return None
-    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
-    parent = os.getpid()
-
-    def preexec() -> None:
-        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
-        if os.getppid() != parent:  # it died before prctl
-            os.kill(os.getpid(), signum)
-
-    return preexec
-
-
 def _start(command: list[str], log: Path, death_signal: int, **kwargs) -> subprocess.Popen:
     """`command` writing to `log`, in a session of its own (Ctrl-C reaches this process
     only, which stops MLflow before PostgreSQL), stopped by `death_signal` when this
@@ -128,7 +111,7 @@ def _start(command: list[str], log: Path, death_signal: int, **kwargs) -> subpro
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_dies_with_this_process(death_signal),
+            preexec_fn=dies_with_this_process(death_signal),
             **kwargs,
         )
 

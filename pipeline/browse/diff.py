@@ -1,4 +1,4 @@
-"""What a change did to every param and metric: `python -m pipeline.diff [REV]`.
+"""What a change did to every param and metric: `python -m pipeline diff [REV]`.
 
 Between REV (default HEAD) and the workspace, in this order: the params that
 changed, the headline metrics (old -> new), every other metric that changed, then

@@ -1,4 +1,4 @@
-"""Open MLflow's UI on the answer: `python -m pipeline.ui [--open]`.
+"""Open MLflow's UI on the answer: `python -m pipeline ui [--open]`.
 
 Starts `mlflow ui` on 127.0.0.1 (one worker) over the project's store, waits until
 it answers, prints the link to the experiment's saved gap view (the run-to-run
@@ -79,18 +79,6 @@ def _stop_server(server: subprocess.Popen) -> None:
     server.wait(timeout=30)
 
 
-def save_gap_view(uri: str, experiment_id: str) -> None:
-    """Write the current gap view onto the experiment: a store logged before the view
-    was listed in the Views menu, or before it charted gap/seed_gap_sequences, gets
-    it without a new run."""
-    from mlflow.tracking import MlflowClient
-
-    from pipeline.tracking.view import save_view
-
-    client = MlflowClient(tracking_uri=uri)
-    save_view(client, experiment_id, client.get_experiment(experiment_id).tags)
-
-
 def runs_url(base: str, experiment_id: str, mode: str = "TABLE", view: str | None = None) -> str:
     """The experiment's training-runs view: `workflowType=machine_learning` opens
     it instead of the GenAI overview (MLflow 3 remembers the choice per browser);
@@ -107,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     from pipeline.tracking.auth import login
     from pipeline.tracking.store import experiment_id as find_experiment
     from pipeline.tracking.store import store_root
-    from pipeline.tracking.view import GAP_VIEW
+    from pipeline.tracking.view import GAP_VIEW, save_gap_view
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--experiment", default=TrackingConfig().experiment)

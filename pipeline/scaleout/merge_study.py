@@ -1,4 +1,4 @@
-"""Join a sharded study: `python -m pipeline.merge_study SWEEP_DIR --out FILE`.
+"""Join a sharded study: `python -m pipeline merge_study SWEEP_DIR --out FILE`.
 
 SWEEP_DIR holds the shard.pt files of `python -m pipeline.study -m
 study.shard=0/n,...,n-1/n` (any launcher). FILE gets the summary.json an
@@ -19,14 +19,6 @@ from pipeline.files import write_json
 from pipeline.reporting.summary import study_line
 
 
-def merge(sweep_dir: Path) -> dict:
-    """The study summary of the shards under `sweep_dir`."""
-    if not sweep_dir.is_dir():
-        raise PipelineError(f"no such sweep directory: {sweep_dir}")
-    cfg, runs, outside = study.merge_shards(sorted(sweep_dir.rglob(study.SHARD_FILE)))
-    return study.summarize(runs, cfg, study.lesson_accuracy(cfg, runs, outside))
-
-
 def os_reason(err: OSError, path: Path) -> str:
     """strerror, and the path it is about where that is not `path` (a parent folder)."""
     where = f": {err.filename}" if err.filename and Path(err.filename) != path else ""
@@ -44,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
             f"e.g. --out {args.out / 'summary.json'}"
         )
     try:
-        summary = merge(args.sweep_dir)
+        summary = study.merged_summary(args.sweep_dir)
     except PipelineError as err:
         sys.exit(f"error: {err}")
     try:

@@ -1,6 +1,6 @@
-"""The model variants (and tasks) side by side: `python -m pipeline.compare`.
+"""The model variants (and tasks) side by side: `python -m pipeline compare`.
 
-Reads the tracked versions from the MLflow store (as pipeline.history does) and
+Reads the tracked versions from the MLflow store (as pipeline history does) and
 prints one row per version, its task (`task.kind`) and variant (`model.kind`)
 first: its parameter count, the run-to-run gap and held-out range, the lesson's
 per-seed numbers as means over the version's seeds, each variant's own numbers
@@ -17,9 +17,9 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.analysis import registry
+from pipeline.browse.history import metric, read_store, store_parser, text_table
 from pipeline.errors import PipelineError
 from pipeline.files import command_output, write_csv
-from pipeline.tracking.history import metric, read_store, store_parser, text_table
 
 
 def parent_columns() -> dict[str, str]:

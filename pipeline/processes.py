@@ -1,0 +1,101 @@
+"""Linux process helpers, in one place: a process's /proc/PID/stat, the processes
+below one, the signal the kernel sends a child when its parent dies (prctl), and
+glibc's malloc settings. Each degrades to "unknown" (None, nothing) off Linux."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import sys
+from collections.abc import Callable
+from functools import cache
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1  # prctl's option (linux/prctl.h)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """/proc/PID/stat's fields after the command name (state, ppid, ...); None if gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2 :].split()
+
+
+def name_and_parent(pid: int) -> tuple[str, int] | None:
+    """(command name, parent pid) of a live process; None where unknown."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name = text[text.index("(") + 1 : text.rindex(")")]
+    return name, int(text[text.rindex(")") + 2 :].split()[1])
+
+
+def process_start(pid: int) -> str | None:
+    """When a live process started (clock ticks after boot): with its pid, this names
+    one process, also once the pid is reused. None if it is gone or a zombie."""
+    fields = stat_fields(pid)
+    return None if fields is None or fields[0] == "Z" else fields[19]
+
+
+def descendants(pid: int) -> list[int]:
+    """The processes below `pid`, children first (none without /proc)."""
+    children: dict[int, list[int]] = {}
+    entries = Path("/proc").iterdir() if Path("/proc/self/stat").exists() else []
+    for entry in entries:
+        fields = stat_fields(int(entry.name)) if entry.name.isdigit() else None
+        if fields is not None:
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    found, queue = [], [pid]
+    while queue:
+        below = children.get(queue.pop(0), [])
+        found += below
+        queue += below
+    return found
+
+
+def die_with_parent(signum: int) -> None:
+    """Have the kernel send this process `signum` when its parent dies (Linux)."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+
+
+def dies_with_this_process(signum: int) -> Callable[[], None] | None:
+    """A preexec_fn: Linux sends the child `signum` when this process dies, even by
+    SIGKILL. It runs after a switch of user (which would clear an earlier setting)."""
+    if sys.platform != "linux":
+        return None
+    prctl = ctypes.CDLL(None, use_errno=True).prctl  # looked up before the fork
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+        if os.getppid() != parent:  # it died before prctl
+            os.kill(os.getpid(), signum)
+
+    return preexec
+
+
+@cache  # once per process: the setting is process-wide
+def keep_freed_memory() -> None:
+    """Let glibc keep freed memory for reuse instead of returning it to the kernel.
+
+    Every epoch allocates and frees the same few-megabyte temporaries; by default
+    glibc serves them with fresh mmaps or trims them off the heap, so each epoch
+    faults its pages in again. On the 2-core VM, window variant, 250 seeds: 1.37M
+    page faults and 24.6 s by default, 0.13M and 19.7 s with these settings. Peak
+    memory does not grow (freed memory is reused, not added). Linux/glibc only.
+    """
+    if sys.platform != "linux":
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc (musl)
+        return
+    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's upper bound for this setting
+    libc.mallopt(M_TRIM_THRESHOLD, 256 << 20)
