@@ -380,7 +380,7 @@ def test_trained_one_head_multihead_is_the_trained_lesson():
     plain = interface.init_params(4242, [1, 2], ModelConfig(), STEPS)
     got, _ = train.train(heads, train_x, train_y, 10, 0.6)
     want, _ = train.train(plain, train_x, train_y, 10, 0.6, autograd=True)
-    # training_logits sums in its own order: equal up to float rounding
+    # multihead sums its one head in the pooling's order: equal up to float rounding
     torch.testing.assert_close(to_flat(got), to_flat(want), rtol=1e-12, atol=1e-14)
 
 
@@ -435,40 +435,6 @@ def test_autograd_lesson_matches_the_fast_path():
     torch.testing.assert_close(to_flat(slow), to_flat(fast), rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(slow_history.loss, fast_history.loss, rtol=1e-12, atol=1e-14)
     assert torch.equal(slow_history.accuracy, fast_history.accuracy)
-
-
-@pytest.mark.parametrize(
-    "cfg",
-    [
-        ModelConfig(kind="sink"),
-        ModelConfig(kind="multihead", heads=3),
-        ModelConfig(kind="posenc"),
-        ModelConfig(kind="posenc", positional="sinusoidal"),
-        ModelConfig(kind="window"),
-        ModelConfig(kind="window", window=1),
-        ModelConfig(kind="window", window=STEPS),
-    ],
-    ids=lambda cfg: f"{cfg.kind}-{cfg.heads}-{cfg.positional}-{cfg.window}",
-)
-def test_training_logits_and_their_gradients_are_the_forwards(cfg):
-    """Training's runs-innermost layout computes the same model as `forward`; for
-    window, with its hand-derived backward, the gradients are autograd's through
-    `forward` (the definition)."""
-    params = random_params(cfg, 4, seed=21)
-    inputs = random_inputs(7, STEPS, seed=22)
-    labels = (torch.arange(7) % 2).to(F64)
-
-    def logits_and_gradients(logits_of):
-        leaves = params.map(lambda t: t.detach().requires_grad_(True))
-        logits = logits_of(leaves)
-        gradients = torch.autograd.grad(train.surrogate_loss(logits, labels), leaves.tensors())
-        return logits, gradients
-
-    ours = logits_and_gradients(lambda p: interface.training_logits(p, inputs))
-    theirs = logits_and_gradients(lambda p: interface.forward(p, inputs)[0])
-    torch.testing.assert_close(ours[0], theirs[0], rtol=1e-13, atol=1e-14)
-    for got, want in zip(ours[1], theirs[1], strict=True):
-        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-14)
 
 
 POOLING_KINDS = [
@@ -677,3 +643,28 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     torch.testing.assert_close(table["attention"]["hit_at_1"], hits, rtol=0, atol=0)
     ranks = table["attention"]["marked_rank"]
     assert bool(((ranks >= 1) & (ranks <= steps)).all())
+
+
+def test_the_contract_refuses_a_kind_without_attend_and_fills_in_the_defaults():
+    from pipeline.models.kind import Kind, kind_of
+
+    with pytest.raises(TypeError, match="no_attend lacks layout, attend"):
+        kind_of(types.ModuleType("no_attend", "neither layout nor attend"))
+    toy = toy_kind()
+    kind = kind_of(toy)
+    assert kind.attend is toy.attend  # the module's own
+    assert kind.gradient_step(None, None) is None and kind.pooling_heads(ModelConfig()) == 1
+    assert type(kind).forward is Kind.forward  # the default, through the toy's attend
+
+
+def test_the_lesson_s_attend_is_its_forward():
+    """The contract's forward (the pooling every kind shares) and the lesson's own
+    order of operations compute the same model."""
+    params = random_params(ModelConfig(), 3, seed=41)
+    inputs = random_inputs(5, STEPS, seed=42)
+    dropped = torch.eye(STEPS, dtype=torch.bool)[:, None, None, :]
+    for mask in (None, dropped):
+        logits, weights, _ = lesson_kind.attend(params, inputs, mask)
+        want_logits, want_weights = lesson_kind.forward(params, inputs, mask)
+        torch.testing.assert_close(logits, want_logits, rtol=1e-13, atol=1e-14)
+        torch.testing.assert_close(weights.squeeze(-2), want_weights, rtol=1e-13, atol=1e-15)

@@ -1,8 +1,8 @@
 """The window kind's compiled training loops (pipeline/models/window_kernel.py).
 
 That they compute `window.attend` and its autograd gradients is checked in
-tests/test_models.py (test_training_logits_and_their_gradients_are_the_forwards,
-test_hand_gradients_of_every_kind_are_autograds);
+tests/test_models.py (test_hand_gradients_of_every_kind_are_autograds,
+test_fast_training_is_autograd_training);
 here: what the threads, tiles and blocks must not change, and failure.
 """
 
@@ -19,25 +19,6 @@ from tests.test_models import F64, STEPS, random_inputs, random_params, small_se
 
 CFG = ModelConfig(kind="window")
 THREADS = torch.get_num_threads()
-
-
-def context_and_gradients(params, inputs, threads: int) -> list[torch.Tensor]:
-    leaves = params.map(lambda t: t.detach().requires_grad_(True))
-    logits = interface.training_logits(leaves, inputs, threads)
-    weights = torch.linspace(-1, 1, logits.numel(), dtype=F64).reshape(logits.shape)
-    return [logits, *torch.autograd.grad((logits * weights).sum(), leaves.tensors())]
-
-
-def test_threads_and_tiles_change_no_bit(monkeypatch):
-    """A run's numbers depend on its run only: the same bytes on 1, 2 or 3 threads
-    and in tiles of any size (so a machine's core count does not change results)."""
-    params = random_params(CFG, 7, seed=31)
-    inputs = random_inputs(9, STEPS, seed=32)
-    want = context_and_gradients(params, inputs, threads=1)
-    for threads, tile in [(2, window_kernel.TILE), (3, 2), (2, 1), (1, 5)]:
-        monkeypatch.setattr(window_kernel, "TILE", tile)
-        got = context_and_gradients(params, inputs, threads)
-        assert all(torch.equal(g, w) for g, w in zip(got, want, strict=True)), (threads, tile)
 
 
 def test_the_fused_step_changes_no_bit_with_threads(monkeypatch):
@@ -98,18 +79,21 @@ def test_a_diverging_window_run_is_refused():
 def test_a_nan_parameter_gives_nan_logits_not_numbers():
     params = random_params(CFG, 3, seed=33)
     params.named["Wq_layer"][1, 0, 0] = float("nan")
-    logits = interface.training_logits(params, random_inputs(4, STEPS, seed=34))
+    inputs = random_inputs(4, STEPS, seed=34)
+    logits, _ = window.gradient_step(inputs, (torch.arange(4) % 2).to(F64))(params)
     assert torch.isnan(logits[1]).all()
     assert torch.isfinite(logits[[0, 2]]).all()
 
 
 def test_other_devices_train_through_forward():
-    """The kernel is the CPU's; elsewhere (a GPU) window's training logits are `forward`'s.
-    The meta device stands in for one here: shapes only, and no numpy view is taken."""
+    """The kernel is the CPU's; elsewhere (a GPU) window trains by the definition,
+    autograd through `forward`. The meta device stands in for one here: shapes only,
+    and no numpy view is taken."""
     params = random_params(CFG, 3, seed=35).map(lambda t: t.to("meta"))
     inputs = random_inputs(4, STEPS, seed=36).to("meta")
+    labels = (torch.arange(4) % 2).to(F64).to("meta")
     assert window.training_block(inputs) is None
-    assert interface.training_block(params, inputs) is None
-    logits = interface.training_logits(params, inputs)
-    assert logits.device.type == "meta"
-    assert logits.shape == (3, 4)
+    assert interface.gradient_step(params, inputs, labels) is None
+    logits, gradients = train.autograd_step(inputs, labels)(params)
+    assert logits.device.type == "meta" and logits.shape == (3, 4)
+    assert [g.shape for g in gradients] == [t.shape for t in params.tensors()]

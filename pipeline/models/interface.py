@@ -1,11 +1,6 @@
-"""What the rest of the pipeline calls on a model, whatever its kind.
-
-Each function looks up the kind's module (pipeline/models/__init__.py) and calls
-it, or falls back to what a kind that only defines `attend` implies: the weights
-the metrics read are the mean over heads (one head: the weights themselves), a
-step's value norm is sum_h a_{h,t} |w_h . V_{h,t}|, training runs autograd
-through the forward.
-"""
+"""What the rest of the pipeline calls on a model, whatever its kind: each function
+asks the kind's module through its contract (pipeline/models/kind.py, which holds
+the defaults of what a module does not define)."""
 
 from __future__ import annotations
 
@@ -14,6 +9,7 @@ import torch
 from pipeline.config import ModelConfig
 from pipeline.models import kind_module
 from pipeline.models import params as layouts
+from pipeline.models.kind import Kind, kind_of
 from pipeline.models.params import Layout, Params
 
 
@@ -47,6 +43,11 @@ def init_params(
     return layouts.from_flat(torch.tensor(rows, dtype=dtype, device=device), cfg, shapes)
 
 
+def kind(name: str) -> Kind:
+    """The kind `name` through its contract (pipeline/models/kind.py)."""
+    return kind_of(kind_module(name))
+
+
 def forward(
     params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -56,75 +57,43 @@ def forward(
     out of the pooling softmax (every head's) and renormalises the rest: the step
     ablation. Extra leading dims of the mask become leading dims of the outputs.
     """
-    kind = kind_module(params.cfg.kind)
-    if hasattr(kind, "forward"):
-        return kind.forward(params, inputs, dropped)
-    logits, weights, _ = kind.attend(params, inputs, dropped)
-    if weights.shape[-2] == 1:
-        return logits, weights.squeeze(-2)  # the mean over one head, without a pass
-    return logits, weights.mean(-2)
+    return kind(params.cfg.kind).forward(params, inputs, dropped)
 
 
 def head_weights(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     """Each head's pooling weights (..., S, N, H, T)."""
-    kind = kind_module(params.cfg.kind)
-    if hasattr(kind, "head_weights"):
-        return kind.head_weights(params, inputs)
-    return kind.attend(params, inputs)[1]
+    return kind(params.cfg.kind).head_weights(params, inputs)
 
 
 def value_norm(params: Params, inputs: torch.Tensor) -> torch.Tensor:
-    """sum_h a_{h,t} |w_h . V_{h,t}|: how much step t moves the logit through its
-    value (the lesson's a_t |w . V_t|; V read from what the pooling attends over):
-    (S, N, T)."""
-    kind = kind_module(params.cfg.kind)
-    if hasattr(kind, "value_norm"):
-        return kind.value_norm(params, inputs)
-    _, weights, readouts = kind.attend(params, inputs)
-    return (weights * readouts.abs()).sum(-2)
+    """sum_h a_{h,t} |w_h . V_{h,t}| (the lesson's a_t |w . V_t|; V read from what the
+    pooling attends over): (S, N, T)."""
+    return kind(params.cfg.kind).value_norm(params, inputs)
 
 
 def extra_values(
     params: Params, inputs: torch.Tensor, marked: torch.Tensor
 ) -> dict[str, torch.Tensor]:
-    """The kind's own per-example numbers (S, N) on held-out inputs; none by default."""
-    kind = kind_module(params.cfg.kind)
-    if hasattr(kind, "extra_values"):
-        return kind.extra_values(params, inputs, marked)
-    return {}
-
-
-def training_logits(
-    params: Params, inputs: torch.Tensor, threads: int | None = None
-) -> torch.Tensor:
-    """The logits (S, N) of `forward` on inputs (N, T, C), in the kind's layout for
-    training when it has one (equal up to float rounding; tests/test_models.py)."""
-    kind = kind_module(params.cfg.kind)
-    if hasattr(kind, "training_logits"):
-        return kind.training_logits(params, inputs, threads)
-    return forward(params, inputs)[0]
+    """The kind's own per-example numbers (S, N) on held-out inputs."""
+    return kind(params.cfg.kind).extra_values(params, inputs, marked)
 
 
 def training_block(params: Params, inputs: torch.Tensor) -> tuple[int, bool] | None:
-    """(runs per training pass, whether the kind computes on threads of its own), or
-    None for the default: the fast path's one pass, autograd's `train.AUTOGRAD_BLOCK`."""
-    kind = kind_module(params.cfg.kind)
-    return kind.training_block(inputs) if hasattr(kind, "training_block") else None
+    """The fast path's (runs per pass, whether the kind computes on threads of its
+    own), or None: one pass."""
+    return kind(params.cfg.kind).training_block(inputs)
 
 
 def gradient_step(params: Params, inputs: torch.Tensor, labels: torch.Tensor):
     """The kind's hand-derived `train.descend` step, or None (autograd)."""
-    kind = kind_module(params.cfg.kind)
-    return kind.gradient_step(inputs, labels) if hasattr(kind, "gradient_step") else None
+    return kind(params.cfg.kind).gradient_step(inputs, labels)
 
 
 def pooling_heads(cfg: ModelConfig) -> int:
     """Heads whose per-step numbers the kind keeps (the memory estimate's factor)."""
-    kind = kind_module(cfg.kind)
-    return kind.pooling_heads(cfg) if hasattr(kind, "pooling_heads") else 1
+    return kind(cfg.kind).pooling_heads(cfg)
 
 
 def layer_values(cfg: ModelConfig) -> int:
     """Per-step values of a layer before the pooling (the memory estimate's factor)."""
-    kind = kind_module(cfg.kind)
-    return kind.layer_values(cfg) if hasattr(kind, "layer_values") else 0
+    return kind(cfg.kind).layer_values(cfg)

@@ -21,6 +21,7 @@ import torch
 from pipeline.config import ModelConfig
 from pipeline.models.attention import attention_weights, drop_steps_mask
 from pipeline.models.params import Layout, Params, lesson_layout
+from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
     channels,
     head_gradients,
@@ -36,11 +37,17 @@ def layout(cfg: ModelConfig, steps: int) -> Layout:
     return lesson_layout(cfg)
 
 
+def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None):
+    """The contract's forward (pipeline/models/kind.py): the pooling every kind shares,
+    with one head. `forward` computes the same model in the lesson's own order."""
+    return pool(channels(inputs), [lesson_head(params)], params.named["b"], dropped)
+
+
 def forward(
     params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Logits (..., S, N) and attention weights (..., S, N, T); `dropped` as in
-    `pooling.attend`."""
+    """Logits (..., S, N) and attention weights (..., S, N, T) as the lesson computes
+    them (the metrics read these); `dropped` as in `pooling.attend`."""
     head, xs = lesson_head(params), channels(inputs)
     scores = project(xs, key_direction(head))  # (S, N, T)
     mask = None if dropped is None else drop_steps_mask(dropped, scores.dtype)

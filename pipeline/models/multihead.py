@@ -19,7 +19,6 @@ from pipeline.models.pooling import (
     channels,
     head_gradients,
     key_direction,
-    runs_last_logits,
     value_direction,
 )
 from pipeline.models.pooling import attend as pool
@@ -50,11 +49,6 @@ def heads(params: Params) -> list[Head]:
 
 def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None):
     return pool(channels(inputs), heads(params), params.named["b"], dropped)
-
-
-def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = None):
-    xs = [x[..., None] for x in channels(inputs)]  # (N, T, 1) each
-    return runs_last_logits(xs, heads(params), params.named["b"])
 
 
 def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):

@@ -6,10 +6,9 @@ works with two C-vectors per head and run (`key_direction`, `value_direction`)
 instead of materialising K and V. What a kind pools over (x, x + p, a layer's h)
 comes as channel slabs (..., N, T) or (..., S, N, T), one per channel.
 
-Two layouts of the same operations: `attend` (runs first, (..., S, N, H, T): what
-the metrics read) and `runs_last_logits` (example-major, runs innermost, for
-training: every broadcast, softmax and sum over steps runs along S contiguous
-numbers instead of T = 12). tests/test_models.py checks they agree.
+`attend` (runs first, (..., S, N, H, T)) is what the metrics read and what
+training's reference differentiates; the fast paths lay the same operations out
+with the runs innermost (pipeline/models/pooling_gradients.py, the window kernel).
 """
 
 from __future__ import annotations
@@ -122,26 +121,3 @@ def runs_last(directions: torch.Tensor, pooled: list[torch.Tensor]) -> torch.Ten
     """`project` with the runs last: channel slabs (N, T, ...) and directions (..., C)
     -> sum_c pooled[c] * directions[..., c]."""
     return total(x * directions[..., c] for c, x in enumerate(pooled))
-
-
-def runs_last_logits(
-    pooled: list[torch.Tensor],
-    heads: list[Head],
-    bias: torch.Tensor,
-    sink: torch.Tensor | None = None,
-) -> torch.Tensor:
-    """`attend`'s logits laid out example-major: pooled slabs (N, T, S or 1) -> (S, N).
-
-    Equal to `attend` up to float rounding; the metrics keep `attend`.
-    """
-    pooled = [x[:, :, None] for x in pooled]  # (N, T, 1, S or 1): heads next to the runs
-    keys = torch.stack([key_direction(head) for head in heads])  # (H, S, C)
-    values = torch.stack([value_direction(head) for head in heads])
-    scores, readouts = runs_last(keys, pooled), runs_last(values, pooled)  # (N, T, H, S)
-    if sink is None:
-        weights = torch.softmax(scores, dim=1)
-    else:
-        slot = sink.expand(scores.shape[0], 1, 1, -1)  # (N, 1, 1, S)
-        weights = torch.softmax(torch.cat([scores, slot], 1), dim=1)[:, :-1]
-    logits = (weights * readouts).sum((1, 2))  # (N, S)
-    return (logits + bias).T

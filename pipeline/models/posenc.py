@@ -15,7 +15,6 @@ from pipeline.models.pooling import (
     channels,
     head_gradients,
     lesson_head,
-    runs_last_logits,
 )
 from pipeline.models.pooling_gradients import runs_last_gradients
 
@@ -53,13 +52,6 @@ def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = 
         p = p[:, None]  # (S, 1, T, C): one per run
     pooled = [x + p[..., c] for c, x in enumerate(channels(inputs))]
     return pool(pooled, [lesson_head(params)], params.named["b"], dropped)
-
-
-def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = None):
-    p = encoding(params, inputs)
-    p = p.permute(1, 2, 0) if p.dim() == 3 else p[..., None]  # (T, C, S or 1)
-    xs = [x[..., None] + p[:, c] for c, x in enumerate(channels(inputs))]  # (N, T, S or 1)
-    return runs_last_logits(xs, [lesson_head(params)], params.named["b"])
 
 
 def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:

@@ -19,7 +19,6 @@ from pipeline.models.pooling import (
     key_direction,
     lesson_head,
     project,
-    runs_last_logits,
     value_direction,
 )
 
@@ -31,12 +30,6 @@ def layout(cfg: ModelConfig, steps: int) -> Layout:
 def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None):
     n = params.named
     return pool(channels(inputs), [lesson_head(params)], n["b"], dropped, n["sink"])
-
-
-def training_logits(params: Params, inputs: torch.Tensor, threads: int | None = None):
-    xs = [x[..., None] for x in channels(inputs)]  # (N, T, 1) each
-    n = params.named
-    return runs_last_logits(xs, [lesson_head(params)], n["b"], n["sink"])
 
 
 def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):

@@ -1,12 +1,12 @@
 """Full-batch gradient descent on mean binary cross-entropy, all runs at once.
 
 The definition, for every model kind: torch autograd through the kind's forward
-(`interface.training_logits`, the forward laid out for speed), with the lesson's
-clamp of the logit to [-30, 30] in the probability (`train_autograd`). A kind may
-bring a fast path (`gradient_step`): the lesson's hand-derived gradients (also
-sink's and multihead's), posenc's (pipeline/models/pooling_gradients.py), the
-window kind's fused compiled step (`window.gradient_step`);
-tests/test_train.py and tests/test_models.py check them against the definition.
+(`autograd_step`), with the lesson's clamp of the logit to [-30, 30] in the
+probability. A kind may bring a fast path (`gradient_step`): the lesson's
+hand-derived gradients (also sink's and multihead's), posenc's
+(pipeline/models/pooling_gradients.py), the window kind's fused compiled step
+(`window.gradient_step`); tests/test_train.py and tests/test_models.py check them
+against the definition.
 """
 
 from __future__ import annotations
@@ -74,18 +74,21 @@ def train(
     parameters come back settled at the written precision (pipeline/precision.py),
     the values every later computation and the parameters file share.
 
-    A kind with hand-derived gradients (`gradient_step`: the lesson's moments, also
-    sink's and multihead's; posenc's pipeline/models/pooling_gradients.py; window's
-    fused kernel on the CPU) takes them unless `autograd`; the rest train through
-    `train_autograd`.
+    The definition is autograd through the kind's forward (`autograd_step`), in
+    blocks of `AUTOGRAD_BLOCK` runs. A kind with a fast path (`gradient_step`: the
+    lesson's moments, also sink's and multihead's; posenc's
+    pipeline/models/pooling_gradients.py; window's fused kernel on the CPU) takes it
+    unless `autograd`, in its own blocks (`training_block`); tests/test_models.py
+    checks each fast path against the definition.
     With `check`, a run that reached NaN or inf raises DivergenceError; without, the
     caller looks at `finite_runs` itself (the seed study names the seeds).
     """
-    step = None if autograd else interface.gradient_step(params, inputs, labels)
-    if step is None:
-        return train_autograd(params, inputs, labels, epochs, lr, check)
     keep_freed_memory()
-    block = interface.training_block(params, inputs)
+    fast = None if autograd else interface.gradient_step(params, inputs, labels)
+    if fast is None:
+        step, block = autograd_step(inputs, labels), (AUTOGRAD_BLOCK, False)
+    else:
+        step, block = fast, interface.training_block(params, inputs)
     if block is None:  # lesson, sink, multihead: one pass of all runs, on torch's threads
         params, history = descend(params, step, labels, epochs, lr)
     else:
@@ -155,36 +158,13 @@ def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 AUTOGRAD_BLOCK = 50
 
 
-def train_autograd(
-    params: Params,
-    inputs: torch.Tensor,
-    labels: torch.Tensor,
-    epochs: int,
-    lr: float,
-    check: bool = True,
-) -> tuple[Params, History]:
-    """Full-batch gradient descent with torch autograd through the kind's forward
-    (`interface.training_logits`): the definition of training, for every kind
-    (`train` documents the arguments)."""
-    keep_freed_memory()
-    threads = available()
-    step = autograd_step(inputs, labels, threads)
-    block = interface.training_block(params, inputs) or (AUTOGRAD_BLOCK, False)
-    params, history = descend_blocks(
-        params, step, labels, epochs, lr, block[0], blocks_threads(block, threads)
-    )
-    if check:
-        check_finite(history.loss, params, lr)
-    return params.map(settle), history
-
-
-def autograd_step(inputs: torch.Tensor, labels: torch.Tensor, threads: int | None = None):
-    """`descend`'s step for any kind: the logits and torch autograd's gradients
-    (`threads`: a kernel's own, as the window kind has)."""
+def autograd_step(inputs: torch.Tensor, labels: torch.Tensor):
+    """`descend`'s step for any kind, the definition of training: the logits of the
+    kind's forward and torch autograd's gradients."""
 
     def step(params: Params) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         leaves = params.map(lambda t: t.detach().requires_grad_(True))
-        logits = interface.training_logits(leaves, inputs, threads)  # (S, N)
+        logits = interface.forward(leaves, inputs)[0]  # (S, N)
         gradients = torch.autograd.grad(surrogate_loss(logits, labels), leaves.tensors())
         return logits.detach(), gradients
 

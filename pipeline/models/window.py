@@ -146,25 +146,6 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
     return step
 
 
-def training_logits(
-    params: Params, inputs: torch.Tensor, threads: int | None = None
-) -> torch.Tensor:
-    """The logits (S, N) of `attend` on inputs (N, T, C): the compiled kernel on the
-    CPU, `attend` itself elsewhere (`threads`: the kernel's, default `threads.available`)."""
-    if training_block(inputs) is None:
-        return attend(params, inputs)[0]
-    from pipeline.models.window_kernel import WindowContext  # numba: 0.5 s to import
-
-    context = WindowContext.apply(
-        layer_bilinear(params),
-        *kernel_directions(params),
-        inputs,
-        params.cfg.window,
-        threads or available(),
-    )
-    return context + params.named["b"][:, None]
-
-
 def kernel_directions(params: Params) -> tuple[torch.Tensor, ...]:
     """The kernel's u_k, u_v, beta = Wv^T u_k and gamma = Wv^T u_v: (S, C) each."""
     head, layer_values = lesson_head(params), params.named["Wv_layer"]

@@ -16,8 +16,7 @@ The model, per run, with x_{t-o} written X_o:
 
 with A = Wq^T Wk / sqrt(d_k), u_k and u_v the lesson's key and value directions,
 beta = Wv^T u_k and gamma = Wv^T u_v (`window.gradient_step` computes these and
-their part of the chain by hand; `window.training_logits`, autograd's path, leaves
-it to autograd). Backward, with g = dL/dcontext:
+their part of the chain by hand). Backward, with g = dL/dcontext:
 dr_t = g alpha_t, dscore_t = dr_t (r_t - context), du_k = sum dscore x,
 du_v = sum dr x, dbeta = sum dscore z, dgamma = sum dr z, dz = beta dscore + gamma dr,
 da_o = dz . X_o, ds_o = a_o (da_o - sum_o' a_o' da_o'), dA = sum ds x X_o^T.
@@ -231,8 +230,7 @@ def logits_and_gradients(
 ) -> tuple[torch.Tensor, ...]:
     """Training's fused step: the logits (S, N) and the mean BCE's gradients for A,
     u_k, u_v, beta, gamma and b. A run's gradient needs only its own logits, so each
-    tile runs its backward right after its forward, while its buffers are in cache
-    (autograd through `WindowContext` keeps every tile's until the loss is known)."""
+    tile runs its backward right after its forward, while its buffers are in cache."""
     examples, runs = inputs.shape[0], bilinear.shape[0]
     x, starts, layer, directions = _kernel_inputs(
         inputs, window, bilinear, key_dir, value_dir, beta, gamma
@@ -302,51 +300,3 @@ def _runs_last(*tensors: torch.Tensor) -> np.ndarray:
     """(S, ...) tensors as one (sum of their widths, S) array: the runs innermost."""
     columns = torch.cat([t.detach().reshape(t.shape[0], -1) for t in tensors], 1)
     return columns.T.contiguous().numpy()
-
-
-class WindowContext(torch.autograd.Function):
-    """context (S, N) = sum_t alpha_t r_t of every run and example (see the module),
-    computed on `threads` threads."""
-
-    @staticmethod
-    def forward(ctx, bilinear, key_dir, value_dir, beta, gamma, inputs, window, threads):
-        examples, runs = inputs.shape[0], bilinear.shape[0]
-        x, starts, layer, directions = _kernel_inputs(
-            inputs, window, bilinear, key_dir, value_dir, beta, gamma
-        )
-        context = torch.empty(runs, examples, dtype=inputs.dtype)
-        saved: dict[int, tuple[torch.Tensor, ...]] = {}
-
-        def task(first: int, last: int) -> None:
-            weights, alpha, readouts, tile_context = _forward_tile(
-                x, layer[:, first:last], directions[:, first:last], starts
-            )
-            context[first:last] = tile_context.T
-            saved[first] = (weights, alpha, readouts)
-
-        _over_tiles(task, runs, threads)
-        ctx.threads, ctx.starts, ctx.buffers = threads, starts, saved
-        ctx.save_for_backward(inputs, beta, gamma, context)
-        return context
-
-    @staticmethod
-    def backward(ctx, dcontext):
-        inputs, beta, gamma, context = ctx.saved_tensors
-        runs = beta.shape[0]
-        x = inputs.detach().contiguous().numpy()
-        beta_gamma = _runs_last(beta, gamma)  # (4, S)
-        grads = np.empty((12, runs))
-
-        def task(first: int, last: int) -> None:
-            grads[:, first:last] = _tile_backward(
-                x,
-                beta_gamma[:, first:last],
-                ctx.starts,
-                dcontext[first:last].detach().T.contiguous(),
-                context[first:last].detach().T.contiguous(),
-                ctx.buffers[first],
-            )
-
-        _over_tiles(task, runs, ctx.threads)
-        ctx.buffers = None
-        return *_unpacked(grads, inputs.dtype), None, None, None

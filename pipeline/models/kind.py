@@ -1,0 +1,114 @@
+"""The contract of a model kind, written once: what a kind module must define, what
+it may, and the default for each optional function.
+
+A kind is a module of pipeline/models/ found by name (pipeline/kinds.py). It must
+define
+
+- `layout(cfg, steps)`: its parameters, (name, shape of one run) in init order
+  (pipeline/models/params.py draws the init from it);
+- `attend(params, inputs, dropped=None)`: the seed-batched forward, the definition
+  of the model: logits (..., S, N), per-head pooling weights and readouts
+  (..., S, N, H, T). `dropped` (bool, broadcastable against (S, N, T), True =
+  removed) takes steps out of every head's pooling softmax: the step ablation.
+
+Training's reference is autograd through `attend` (`forward`'s logits), for every
+kind. The rest is optional; a module that defines a function of the same name
+replaces the default below:
+
+- what is read (`forward`, `head_weights`, `value_norm`, `extra_values`): by default
+  from `attend`, the weights the metrics read being the mean over heads;
+- the fast path in training (`gradient_step`, `training_block`): by default none,
+  autograd. A kind's hand-derived gradients or compiled kernel are optimisations:
+  tests/test_models.py checks each against autograd through `attend`;
+- the memory estimate's factors (`pooling_heads`, `layer_values`).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from types import ModuleType
+
+import torch
+
+from pipeline.config import ModelConfig
+from pipeline.models.params import Layout, Params
+
+REQUIRED = ("layout", "attend")
+OPTIONAL = (
+    "forward",
+    "head_weights",
+    "value_norm",
+    "extra_values",
+    "gradient_step",
+    "training_block",
+    "pooling_heads",
+    "layer_values",
+)
+
+
+class Kind:
+    """A kind module seen through the contract (`kind_of`): the module's own functions
+    where it defines them, these defaults where it does not."""
+
+    def layout(self, cfg: ModelConfig, steps: int) -> Layout:
+        raise NotImplementedError
+
+    def attend(self, params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None):
+        raise NotImplementedError
+
+    def forward(
+        self, params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits (..., S, N) and the mean pooling weights over heads (..., S, N, T)."""
+        logits, weights, _ = self.attend(params, inputs, dropped)
+        if weights.shape[-2] == 1:
+            return logits, weights.squeeze(-2)  # the mean over one head, without a pass
+        return logits, weights.mean(-2)
+
+    def head_weights(self, params: Params, inputs: torch.Tensor) -> torch.Tensor:
+        """Each head's pooling weights (..., S, N, H, T)."""
+        return self.attend(params, inputs)[1]
+
+    def value_norm(self, params: Params, inputs: torch.Tensor) -> torch.Tensor:
+        """sum_h a_{h,t} |w_h . V_{h,t}|: how much step t moves the logit through its
+        value (S, N, T)."""
+        _, weights, readouts = self.attend(params, inputs)
+        return (weights * readouts.abs()).sum(-2)
+
+    def extra_values(
+        self, params: Params, inputs: torch.Tensor, marked: torch.Tensor
+    ) -> dict[str, torch.Tensor]:
+        """The kind's own per-example numbers (S, N) on held-out inputs: none."""
+        return {}
+
+    def gradient_step(self, inputs: torch.Tensor, labels: torch.Tensor):
+        """A hand-derived `train.descend` step (params -> logits, gradients), or None:
+        autograd through `attend`."""
+        return None
+
+    def training_block(self, inputs: torch.Tensor) -> tuple[int, bool] | None:
+        """(runs per pass of the fast path, whether it computes on threads of its own),
+        or None: one pass of every run."""
+        return None
+
+    def pooling_heads(self, cfg: ModelConfig) -> int:
+        """Heads whose per-step numbers the kind keeps (the memory estimate's factor)."""
+        return 1
+
+    def layer_values(self, cfg: ModelConfig) -> int:
+        """Per-step values of a layer before the pooling (the memory estimate's factor)."""
+        return 0
+
+
+@cache
+def kind_of(module: ModuleType) -> Kind:
+    """`module` through the contract. A module without `layout` and `attend` is
+    refused, naming what it lacks."""
+    missing = [name for name in REQUIRED if not hasattr(module, name)]
+    if missing:
+        raise TypeError(f"model kind {module.__name__} lacks {', '.join(missing)}")
+    kind = Kind()
+    for name in (*REQUIRED, *OPTIONAL):
+        if hasattr(module, name):
+            setattr(kind, name, getattr(module, name))  # the module's own, unbound
+    return kind
