@@ -23,12 +23,12 @@ import time
 import torch
 
 from pipeline import data, precision
-from pipeline.analysis import study
+from pipeline.analysis import seed_study
 from pipeline.config import compose, validate
 from pipeline.files import parquet_bytes
 from pipeline.models import frames, interface
 from pipeline.models import train as training
-from pipeline.models.params import to_flat
+from pipeline.models.parameters import to_flat
 from pipeline.stages import evaluate
 
 
@@ -61,7 +61,7 @@ def lesson_outputs(cfg, frame, summary, params) -> dict[str, str]:
 
 
 def study_outputs(cfg, frame) -> dict[str, str]:
-    table, summary = study.run(cfg, frame)
+    table, summary = seed_study.run(cfg, frame)
     columns = ["seed", *interface.flat_names(cfg.model, cfg.data.steps)]
     return {
         "reports/study/seeds.parquet": digest(parquet_bytes(table)),
@@ -99,7 +99,7 @@ def main() -> None:
     # The study: train every chunk once, then hand each trial's moved parameters
     # back to the study's evaluation through its call of train().
     cached: dict[tuple, tuple] = {}
-    real_train = study.train
+    real_train = seed_study.train
     move = {"on": False}
 
     def train_once(params, *rest, **options):
@@ -111,7 +111,7 @@ def main() -> None:
             trained = trained.map(lambda t: one_ulp(t, generator))
         return trained.map(precision.settle), history
 
-    study.train = train_once
+    seed_study.train = train_once
     study_baseline = study_outputs(cfg, frame)
     move["on"] = True
     started = time.perf_counter()

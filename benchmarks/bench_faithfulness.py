@@ -22,7 +22,7 @@ from pipeline import data
 from pipeline.analysis import explainers, faithfulness, registry
 from pipeline.config import Config
 from pipeline.models import frames, interface
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 from pipeline.models.train import train
 
 

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_gpu.py
 
-What is timed is the seed study's work per seed (pipeline.analysis.study.train_seeds:
+What is timed is the seed study's work per seed (pipeline.analysis.seed_study.train_seeds:
 200 epochs of training, then every per-seed metric on the held-out set), float64,
 for 10^3, 10^5 and 10^6 seeds of the lesson and 10^3 seeds of each variant. The
 first case also warms CUDA up and is timed again. scripts/gpu_check.sh runs this.
@@ -15,7 +15,7 @@ import time
 import torch
 
 from pipeline import data
-from pipeline.analysis import study
+from pipeline.analysis import seed_study
 from pipeline.config import compose, validate
 
 CASES = [
@@ -45,7 +45,7 @@ def main() -> None:
         torch.cuda.reset_peak_memory_stats()
         torch.cuda.synchronize()
         start = time.perf_counter()
-        study.train_seeds(cfg, frame, list(range(1, seeds + 1)))
+        seed_study.train_seeds(cfg, frame, list(range(1, seeds + 1)))
         torch.cuda.synchronize()
         seconds = time.perf_counter() - start
         peak = torch.cuda.max_memory_allocated() / 2**20

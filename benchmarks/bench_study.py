@@ -19,12 +19,12 @@ CHILD = """
 import json, resource, sys, time
 import torch
 from pipeline import data
-from pipeline.analysis import study
+from pipeline.analysis import seed_study
 from pipeline.config import compose, validate
 cfg = validate(compose([f"study.seeds={sys.argv[1]}"]))
 frame = data.generate(cfg.data)
 start = time.perf_counter()
-study.run(cfg, frame)
+seed_study.run(cfg, frame)
 seconds = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB -> MiB
 print(json.dumps({"seconds": seconds, "peak_mib": peak, "chunk": cfg.study.chunk,

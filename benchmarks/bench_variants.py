@@ -4,7 +4,7 @@
 
 Per variant: the whole lesson in process with 2 seeds (data, training, every
 metric: generate, train and evaluate as the Hydra app runs them), then `--seeds`
-seeds trained and measured like the study (`study.train_seeds`: 200 epochs,
+seeds trained and measured like the study (`seed_study.train_seeds`: 200 epochs,
 float64, full batch, `--chunk` seeds at a time, every per-seed number). The lesson
 trains on its hand-derived fast path, the variants through autograd.
 Targets of issue 12 on 2 cores: 2 s for 2 seeds, 60 s for 1000. Each time is
@@ -19,7 +19,7 @@ import time
 
 import torch
 
-from pipeline.analysis import study
+from pipeline.analysis import seed_study
 from pipeline.config import compose, validate
 from pipeline.data import generate
 from pipeline.kinds import MODEL_KINDS as KINDS
@@ -61,7 +61,7 @@ def main() -> None:
         frame = generate(cfg.data)
         seeds = list(range(1, args.seeds + 1))
         large = seconds(
-            lambda cfg=cfg, frame=frame, seeds=seeds: study.train_seeds(cfg, frame, seeds)
+            lambda cfg=cfg, frame=frame, seeds=seeds: seed_study.train_seeds(cfg, frame, seeds)
         )
         count = parameter_count(cfg.model, cfg.data.steps)
         print(

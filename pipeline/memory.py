@@ -109,7 +109,7 @@ def _kind_key(model: ModelConfig) -> str:
 
 
 def study_terms(cfg: Config, seeds: int, seeds_key: str, sets: int = 1) -> list[MemoryTerm]:
-    """The study's machinery (pipeline/analysis/study.py) on `seeds` seeds of each of
+    """The study's machinery (pipeline/analysis/seed_study.py) on `seeds` seeds of each of
     `sets` training sets, their chunks sharing our threads."""
     data, model = cfg.data, cfg.model
     size = ("bytes", "", DTYPE_BYTES[cfg.train.dtype])

@@ -1,4 +1,4 @@
-"""The seed study as a Hydra app (pipeline/analysis/study.py has the study itself).
+"""The seed study as a Hydra app (pipeline/analysis/seed_study.py has the study itself).
 
     python -m pipeline.study [overrides]          e.g. study.seeds=200 train.lr=0.3
     python -m pipeline.study -m data.seed=1,2,3   one study per config
@@ -13,7 +13,7 @@ import hydra
 from omegaconf import DictConfig
 
 from pipeline import data, tracking
-from pipeline.analysis.study import (
+from pipeline.analysis.seed_study import (
     SHARD_FILE,
     outside_accuracy,
     run,

@@ -10,7 +10,7 @@ import torch
 from pipeline import data
 from pipeline.config import Config
 from pipeline.models import frames
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 from pipeline.stages import generate, train
 
 

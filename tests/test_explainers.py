@@ -11,7 +11,7 @@ from pipeline.analysis import explainers, metrics
 from pipeline.config import ModelConfig
 from pipeline.models import interface
 from pipeline.models import lesson as lesson_model
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
 
 F64 = torch.float64

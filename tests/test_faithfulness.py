@@ -14,7 +14,7 @@ from pipeline.analysis import explainers, faithfulness, metrics, registry
 from pipeline.config import PROJECT_ROOT, FaithfulnessConfig, ModelConfig, compose, validate
 from pipeline.errors import ConfigError
 from pipeline.models import lesson as lesson_model
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 
 F64 = torch.float64
 

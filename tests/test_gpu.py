@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pipeline import data
-from pipeline.analysis import study
+from pipeline.analysis import seed_study
 from pipeline.config import compose, validate
 from pipeline.models import frames, interface, train
 from pipeline.stages import evaluate, generate
@@ -37,8 +37,8 @@ def test_the_golden_numbers_on_the_gpu():
 def test_a_1000_seed_study_on_the_gpu_is_the_cpus_seed_for_seed():
     cpu = validate(compose(["train.device=cpu", "study.seeds=1000"]))
     frame = data.generate(cpu.data)
-    on_cpu, _ = study.run(cpu, frame)
-    on_gpu, _ = study.run(validate(compose(["train.device=cuda", "study.seeds=1000"])), frame)
+    on_cpu, _ = seed_study.run(cpu, frame)
+    on_gpu, _ = seed_study.run(validate(compose(["train.device=cuda", "study.seeds=1000"])), frame)
     same = (on_cpu["heldout_accuracy"] == on_gpu["heldout_accuracy"]).mean()
     print(f"held-out accuracy identical on {same:.1%} of 1000 seeds")
     assert same == 1.0

@@ -9,7 +9,7 @@ import torch
 from conftest import small_overrides
 
 from pipeline import data
-from pipeline.analysis import capacity, faithfulness, grid, study
+from pipeline.analysis import capacity, faithfulness, grid, seed_study
 from pipeline.analysis.registry import SCORES, model_scores
 from pipeline.config import compose, validate
 from pipeline.models import frames
@@ -40,7 +40,7 @@ def test_an_order_cell_against_its_parts(cfg):
     document = grid.run_cell(cfg, "rise", "window2")
     cell = grid.cell_config(cfg, "rise", "window2")
     frame = data.generate(cell.data, "rise")
-    runs = study.train_seeds(cell, frame, [1, 2, 3])
+    runs = seed_study.train_seeds(cell, frame, [1, 2, 3])
     per_seed = runs.values["heldout_accuracy"].mean(-1)
     assert document["per_seed_heldout_accuracy"] == per_seed.tolist()
     assert document["heldout_accuracy"]["mean"] == pytest.approx(float(per_seed.mean()))
@@ -49,11 +49,11 @@ def test_an_order_cell_against_its_parts(cfg):
     heldout = frames.features(data.split_frame(frame, "heldout"), cell.data.steps)
     hand = capacity.hand_set_accuracy("rise", "window2", cfg.model, heldout, cfg.data.threshold)
     assert document["hand_set_accuracy"] == hand >= 0.99
-    control = study.train_seeds(
+    control = seed_study.train_seeds(
         cell, grid.shuffled_steps(frame, 12, cfg.grid.shuffle_seed), [1, 2, 3]
     )
     shuffled = control.values["heldout_accuracy"].mean(-1)
-    alone = study.train_seeds(
+    alone = seed_study.train_seeds(
         cell, grid.shuffled_steps(frame, 12, cfg.grid.shuffle_seed), [1, 2, 3], heldout_only=True
     )
     assert list(alone.values) == ["heldout_accuracy"]
@@ -71,7 +71,7 @@ def test_a_cells_battery_scores_against_the_tasks_rationale(cfg):
     document = grid.run_cell(cfg, "rise", "lesson")
     cell = grid.cell_config(cfg, "rise", "lesson")
     frame = data.generate(cell.data, "rise")
-    runs = study.train_seeds(cell, frame, [1, 2, 3])
+    runs = seed_study.train_seeds(cell, frame, [1, 2, 3])
     inputs, _, marked = frames.split_tensors(cell, frame, "heldout", "cpu", torch.float64)
     rationale = torch.zeros(len(marked), 12, dtype=torch.bool)
     rationale[torch.arange(len(marked)), marked] = True

@@ -75,8 +75,8 @@ def module_names() -> dict[str, Path]:
 
 def import_graph() -> nx.DiGraph:
     """An edge from each module to each project module it imports, wherever in the
-    file (inside functions too). `from pipeline.models import params` imports the
-    module pipeline.models.params; `from pipeline.models import kind_module`, the
+    file (inside functions too). `from pipeline.models import parameters` imports the
+    module pipeline.models.parameters; `from pipeline.models import kind_module`, the
     package. A module's parent packages are not edges: Python runs them first, and
     a package that gathers its submodules' names is not a circle."""
     names = module_names()

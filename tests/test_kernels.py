@@ -97,7 +97,7 @@ def test_the_lesson_stages_give_the_committed_bytes_under_every_kernel_path(less
 SMALL_PROBE = """
 import hashlib, json, sys
 from pipeline import data
-from pipeline.analysis import grid, study
+from pipeline.analysis import grid, seed_study
 from pipeline.config import compose, validate
 from pipeline.files import parquet_bytes
 from pipeline.precision import rounded
@@ -105,7 +105,7 @@ from pipeline.stages.faithfulness import battery_table
 
 cfg = validate(compose(json.loads(sys.argv[1])))
 frame = data.generate(cfg.data)
-table, summary = study.run(cfg, frame)
+table, summary = seed_study.run(cfg, frame)
 battery = {row: {m: v.tolist() for m, v in metrics.items()}
            for row, metrics in battery_table(cfg, frame, table).items()}
 cells = [grid.run_cell(cfg, task, variant) for task, variant in

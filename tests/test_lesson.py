@@ -14,7 +14,7 @@ from pipeline.config import ModelConfig
 from pipeline.files import read_parquet, write_parquet
 from pipeline.models import frames, interface
 from pipeline.models import lesson as lesson_model
-from pipeline.models.params import Params, init_run, lesson_layout
+from pipeline.models.parameters import Params, init_run, lesson_layout
 from pipeline.models.pooling import probability
 
 CFG = ModelConfig()

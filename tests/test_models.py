@@ -13,12 +13,12 @@ from glossary import scaled_dot_product_attention, sliding_window_mask
 
 import pipeline.models
 from pipeline import data, kinds
-from pipeline.analysis import explainers, faithfulness, metrics, registry, study
+from pipeline.analysis import explainers, faithfulness, metrics, registry, seed_study
 from pipeline.config import EvalConfig, FaithfulnessConfig, ModelConfig, compose, validate
 from pipeline.models import frames, interface, multihead, posenc, sink, train
 from pipeline.models import lesson as lesson_kind
 from pipeline.models import window as window_kind
-from pipeline.models.params import (
+from pipeline.models.parameters import (
     CHANNELS,
     Params,
     flat_names,
@@ -417,7 +417,7 @@ def test_stages_and_study_run_for_every_variant(kind):
     document, _ = evaluate.run(cfg, frame, summary, params)
     assert document["parameters"] == interface.parameter_count(cfg.model, cfg.data.steps)
     assert set(document["runs"]) == {"1", "2"} and "seed_gap" in document
-    table, study_summary = study.run(cfg, frame)
+    table, study_summary = seed_study.run(cfg, frame)
     assert len(table) == cfg.study.seeds
     extras = metrics.variant_names(document["runs"]["1"])
     for name in extras:
@@ -603,10 +603,10 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     assert bool((effects >= 0).all()) and float(effects.max()) > 0
 
     # The seed study: the same runs, the toy's numbers and parameter columns.
-    runs = study.train_seeds(cfg, frame, seeds)
+    runs = seed_study.train_seeds(cfg, frame, seeds)
     assert runs.seeds == seeds and runs.params.shape == (3, 5)
     torch.testing.assert_close(runs.params, to_flat(trained), rtol=1e-12, atol=1e-14)
-    table = study.seeds_table(runs, cfg)
+    table = seed_study.seeds_table(runs, cfg)
     assert table.columns.tolist() == ["seed", *numbers, *names]
     assert table["seed"].tolist() == seeds
     torch.testing.assert_close(
@@ -615,7 +615,7 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     torch.testing.assert_close(
         torch.tensor(table["toy_marked_readout"].to_numpy()), numbers["toy_marked_readout"]
     )
-    assert "toy_marked_readout" in study.summarized(runs)
+    assert "toy_marked_readout" in seed_study.summarized(runs)
 
     # The explainers and the faithfulness battery, on a few held-out examples.
     few = slice(0, 12)

@@ -366,7 +366,7 @@ def test_history_prints_a_row_per_version(repo):
 
 
 def test_mlflow_server_serves_the_runs(repo):
-    from pipeline.tracking.serving import free_port
+    from pipeline.tracking.loopback import free_port
 
     port = free_port()
     server = subprocess.Popen(

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline.analysis import golden, registry, study
+from pipeline.analysis import golden, registry, seed_study
 from pipeline.config import (
     PROJECT_ROOT,
     Config,
@@ -69,7 +69,7 @@ def small_lesson(small_cfg) -> tuple[dict, pd.DataFrame, pd.DataFrame]:
 @pytest.fixture(scope="module")
 def small_study(small_cfg) -> tuple[dict, pd.DataFrame]:
     """The small config's study summary and per-seed table."""
-    table, summary = study.run(small_cfg, generate.run(small_cfg)[0])
+    table, summary = seed_study.run(small_cfg, generate.run(small_cfg)[0])
     return json.loads(json.dumps(summary)), table
 
 

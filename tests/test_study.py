@@ -13,7 +13,7 @@ import torch
 
 from pipeline import data, precision
 from pipeline import study as study_app
-from pipeline.analysis import registry, study
+from pipeline.analysis import registry, seed_study
 from pipeline.config import compose, validate
 from pipeline.errors import ConfigError, DivergenceError
 from pipeline.stages import generate
@@ -34,7 +34,7 @@ def small_frame():
 def test_lesson_seeds_have_the_golden_numbers():
     cfg = validate(compose(["study.seeds=3", "study.bootstrap=10"]))
     frame, _ = generate.run(cfg)
-    table, summary = study.run(cfg, frame)
+    table, summary = seed_study.run(cfg, frame)
     assert table["seed"].tolist() == [1, 2, 3]
     for seed, golden in GOLDEN_RUNS.items():
         row = table[table["seed"] == int(seed)].iloc[0]
@@ -47,7 +47,7 @@ def test_lesson_seeds_have_the_golden_numbers():
 
 def test_other_seeds_match_the_lessons_own_code(small_frame):
     cfg = study_cfg()
-    table, _ = study.run(cfg, small_frame)
+    table, _ = seed_study.run(cfg, small_frame)
     ref = lesson.Lesson(cfg.data.seed, 120, 12, (60, 30, 30), cfg.train.epochs, cfg.train.lr)
     for seed in (3, 5, 6):
         trained = ref.train_run(seed)
@@ -73,8 +73,8 @@ def test_other_seeds_match_the_lessons_own_code(small_frame):
 def test_chunk_size_changes_no_number(small_frame):
     """Chunks of 1 and of 4 seeds: accuracies, hits and counts exactly equal, real
     numbers to float64 rounding (a batch of other size rounds differently at 1e-16)."""
-    one, one_summary = study.run(study_cfg("study.chunk=1"), small_frame)
-    four, four_summary = study.run(study_cfg("study.chunk=4"), small_frame)
+    one, one_summary = seed_study.run(study_cfg("study.chunk=1"), small_frame)
+    four, four_summary = seed_study.run(study_cfg("study.chunk=4"), small_frame)
     exact = ["seed", "train_accuracy", "heldout_accuracy", "argmax_hit"]
     exact += ["weight_effect_agreement", "high_weight", "high_weight_low_effect"]
     assert one[exact].equals(four[exact])
@@ -97,17 +97,17 @@ def test_chunks_on_threads_give_the_bytes_of_one_thread(small_frame, torch_threa
     that of a single thread, byte for byte."""
     cfg = study_cfg("study.chunk=2")
     torch_threads(1)
-    one, one_summary = study.run(cfg, small_frame)
+    one, one_summary = seed_study.run(cfg, small_frame)
     torch_threads(2)
-    two, two_summary = study.run(cfg, small_frame)
+    two, two_summary = seed_study.run(cfg, small_frame)
     assert one.equals(two)
     assert json.dumps(one_summary) == json.dumps(two_summary)
 
 
 def test_summary_is_deterministic_and_follows_its_definitions(small_frame):
     cfg = study_cfg()
-    table, summary = study.run(cfg, small_frame)
-    assert json.dumps(study.run(cfg, small_frame)[1]) == json.dumps(summary)
+    table, summary = seed_study.run(cfg, small_frame)
+    assert json.dumps(seed_study.run(cfg, small_frame)[1]) == json.dumps(summary)
     assert summary["seeds"] == 6
     accuracy = table["heldout_accuracy"]
     assert summary["heldout_accuracy"]["mean"] == pytest.approx(accuracy.mean(), abs=1e-15)
@@ -123,7 +123,7 @@ def test_summary_is_deterministic_and_follows_its_definitions(small_frame):
         assert numbers["min"] <= numbers["q05"] <= numbers["median"] <= numbers["q95"]
         assert numbers["ci95_low"] <= numbers["ci95_high"]
     # The bootstrap seed draws the resamples: it moves the intervals and nothing else.
-    other = study.run(study_cfg("study.bootstrap_seed=1"), small_frame)[1]
+    other = seed_study.run(study_cfg("study.bootstrap_seed=1"), small_frame)[1]
     interval = ("ci95_low", "ci95_high")
     for name in registry.means():
         assert {k: v for k, v in other[name].items() if k not in interval} == {
@@ -133,17 +133,17 @@ def test_summary_is_deterministic_and_follows_its_definitions(small_frame):
 
 
 def test_lesson_seeds_outside_the_study_are_trained_for_the_gap(small_frame):
-    table, summary = study.run(study_cfg("train.seeds=[2,40]"), small_frame)
+    table, summary = seed_study.run(study_cfg("train.seeds=[2,40]"), small_frame)
     assert 40 not in table["seed"].tolist()
     assert list(summary["lesson_seeds"]) == ["2", "40"]
-    alone, _ = study.run(study_cfg("study.seeds=40", "study.chunk=40"), small_frame)
+    alone, _ = seed_study.run(study_cfg("study.seeds=40", "study.chunk=40"), small_frame)
     expected = alone.set_index("seed").loc[40, "heldout_accuracy"]
     assert summary["lesson_seeds"]["40"]["heldout_accuracy"] == expected
 
 
 def test_diverging_seeds_are_named(small_frame):
     with pytest.raises(DivergenceError, match=r"study diverged: seeds 1, 2, .*\(\d+ of 6\)"):
-        study.run(study_cfg("train.lr=1e6", "study.chunk=2"), small_frame)
+        seed_study.run(study_cfg("train.lr=1e6", "study.chunk=2"), small_frame)
 
 
 @pytest.mark.parametrize(
@@ -175,7 +175,7 @@ def test_hydra_app_sweeps_one_study_per_config(tmp_path):
     assert result.returncode == 0, result.stderr
     for job, lr in (("0", "0.3"), ("1", "0.6")):
         cfg = validate(compose([*overrides, f"train.lr={lr}"]))
-        expected = study.run(cfg, data.generate(cfg.data))[1]
+        expected = seed_study.run(cfg, data.generate(cfg.data))[1]
         written = json.loads((tmp_path / job / "summary.json").read_text())
         assert written == json.loads(json.dumps(precision.rounded(expected)))
 

@@ -18,7 +18,7 @@ from unittest import mock
 import pytest
 
 from pipeline import data, precision, tracking
-from pipeline.analysis import study
+from pipeline.analysis import seed_study
 from pipeline.browse import history
 from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
 from pipeline.errors import PipelineError
@@ -55,9 +55,10 @@ def logged_in(store: Path):
 def test_shards_cut_the_seeds_at_chunk_boundaries_and_cover_them_once():
     cfg = small_cfg("study.seeds=45")  # 5 chunks of 10 (the last has 5)
     shards = [
-        study.study_seeds(small_cfg("study.seeds=45", f"study.shard={i}/3").study) for i in range(3)
+        seed_study.study_seeds(small_cfg("study.seeds=45", f"study.shard={i}/3").study)
+        for i in range(3)
     ]
-    assert sum(shards, []) == list(range(1, 46)) == study.study_seeds(cfg.study)
+    assert sum(shards, []) == list(range(1, 46)) == seed_study.study_seeds(cfg.study)
     assert [s[0] for s in shards] == [1, 11, 31]  # every shard starts a chunk
 
 
@@ -72,24 +73,24 @@ def test_a_bad_shard_names_the_key_and_what_is_allowed(shard):
 def test_the_dvc_stage_refuses_a_shard():
     cfg = small_cfg("study.shard=0/4")
     with pytest.raises(ConfigError, match="a shard has no summary of its own"):
-        study.run(cfg, data.generate(cfg.data))
+        seed_study.run(cfg, data.generate(cfg.data))
 
 
 def write_shards(root: Path, count: int, *overrides: str) -> None:
     for index in range(count):
         cfg = small_cfg(*overrides, f"study.shard={index}/{count}")
         frame = data.generate(cfg.data)
-        runs = study.train_seeds(cfg, frame, study.study_seeds(cfg.study))
-        payload = study.shard_bytes(cfg, runs, study.outside_accuracy(cfg, frame))
+        runs = seed_study.train_seeds(cfg, frame, seed_study.study_seeds(cfg.study))
+        payload = seed_study.shard_bytes(cfg, runs, seed_study.outside_accuracy(cfg, frame))
         (root / str(index)).mkdir(parents=True)
-        (root / str(index) / study.SHARD_FILE).write_bytes(payload)
+        (root / str(index) / seed_study.SHARD_FILE).write_bytes(payload)
 
 
 def test_four_shards_merge_to_the_bytes_of_one_run(tmp_path):
     # train.seeds 2 and 45: one lesson seed inside the study, one outside it
     write_shards(tmp_path, 4, "train.seeds=[2,45]")
     cfg = small_cfg("train.seeds=[2,45]")
-    _, whole = study.run(cfg, data.generate(cfg.data))
+    _, whole = seed_study.run(cfg, data.generate(cfg.data))
     out = tmp_path / "merged.json"
     merge_study.main([str(tmp_path), "--out", str(out)])
     assert out.read_bytes() == (json.dumps(precision.rounded(whole), indent=2) + "\n").encode()
@@ -100,7 +101,9 @@ def test_a_shard_file_has_the_same_bytes_every_time():
     cfg = small_cfg("study.shard=1/4")
     frame = data.generate(cfg.data)
     payloads = {
-        study.shard_bytes(cfg, study.train_seeds(cfg, frame, study.study_seeds(cfg.study)), {})
+        seed_study.shard_bytes(
+            cfg, seed_study.train_seeds(cfg, frame, seed_study.study_seeds(cfg.study)), {}
+        )
         for _ in range(2)
     }
     assert len(payloads) == 1
@@ -108,24 +111,24 @@ def test_a_shard_file_has_the_same_bytes_every_time():
 
 def test_merge_refuses_missing_doubled_and_foreign_shards(tmp_path):
     write_shards(tmp_path / "a", 2)
-    (tmp_path / "a" / "1" / study.SHARD_FILE).unlink()
+    (tmp_path / "a" / "1" / seed_study.SHARD_FILE).unlink()
     with pytest.raises(PipelineError, match=r"missing shards 1/2: the study needs all 2"):
-        study.merged_summary(tmp_path / "a")
+        seed_study.merged_summary(tmp_path / "a")
     write_shards(tmp_path / "b", 2, "train.lr=0.3")
     shutil.copytree(tmp_path / "b" / "1", tmp_path / "a" / "1", dirs_exist_ok=True)
     with pytest.raises(PipelineError, match=r"is not a shard of .*: train.lr differ"):
-        study.merged_summary(tmp_path / "a")
+        seed_study.merged_summary(tmp_path / "a")
     shutil.copytree(tmp_path / "b", tmp_path / "c" / "again")
     shutil.copytree(tmp_path / "b", tmp_path / "c" / "b")
     with pytest.raises(PipelineError, match=r"shard 0/2 twice"):
-        study.merged_summary(tmp_path / "c")
+        seed_study.merged_summary(tmp_path / "c")
     (tmp_path / "bad" / "0").mkdir(parents=True)
-    (tmp_path / "bad" / "0" / study.SHARD_FILE).write_bytes(b"not a shard")
+    (tmp_path / "bad" / "0" / seed_study.SHARD_FILE).write_bytes(b"not a shard")
     with pytest.raises(PipelineError, match=r"cannot read shard .*bad/0/shard.pt: "):
-        study.merged_summary(tmp_path / "bad")
+        seed_study.merged_summary(tmp_path / "bad")
     (tmp_path / "empty").mkdir()
     with pytest.raises(PipelineError, match="no shard.pt found"):
-        study.merged_summary(tmp_path / "empty")
+        seed_study.merged_summary(tmp_path / "empty")
     result = run_module("pipeline", "merge_study", str(tmp_path / "missing"), "--out", "x.json")
     assert result.returncode == 1
     assert result.stderr.strip() == f"error: no such sweep directory: {tmp_path / 'missing'}"
@@ -154,7 +157,7 @@ def test_a_failed_job_is_named_and_the_others_finish_and_are_logged(tmp_path):
 
 
 def test_an_unreachable_tracking_server_fails_the_job_at_once_naming_the_uri(tmp_path):
-    from pipeline.tracking.serving import free_port
+    from pipeline.tracking.loopback import free_port
 
     uri = f"http://127.0.0.1:{free_port()}"
     started = time.monotonic()
@@ -278,7 +281,7 @@ def test_the_server_command_serves_until_sigterm_and_stops_what_it_started():
     """Issue 34, case 3, too: any local user could create and delete experiments and
     upload artifacts through its API; it now asks for the login it prints."""
     from pipeline.scaleout.server import server_login
-    from pipeline.tracking.serving import free_port
+    from pipeline.tracking.loopback import free_port
 
     require_postgres()
     root = Path(tempfile.mkdtemp(prefix="tracking-server-"))
@@ -356,7 +359,7 @@ def test_a_file_that_is_not_a_shard_is_named_without_unsafe_advice(tmp_path, pay
 
     import torch
 
-    path = tmp_path / "0" / study.SHARD_FILE
+    path = tmp_path / "0" / seed_study.SHARD_FILE
     path.parent.mkdir()
     if payload == "unsafe":
         buffer = io.BytesIO()
@@ -368,7 +371,7 @@ def test_a_file_that_is_not_a_shard_is_named_without_unsafe_advice(tmp_path, pay
         payload = buffer.getvalue()
     path.write_bytes(payload)
     with pytest.raises(PipelineError) as err:
-        study.merged_summary(tmp_path)
+        seed_study.merged_summary(tmp_path)
     message = str(err.value)
     assert message == f"cannot read shard {path}: not a study shard, or a damaged one"
     assert "weights_only" not in message
@@ -378,7 +381,7 @@ def test_merge_into_an_existing_folder_is_one_line_naming_it(tmp_path, monkeypat
     def no_merge(sweep_dir):
         raise AssertionError("merged before checking --out")
 
-    monkeypatch.setattr(merge_study.study, "merged_summary", no_merge)
+    monkeypatch.setattr(merge_study.seed_study, "merged_summary", no_merge)
     (tmp_path / "sweep").mkdir()
     with pytest.raises(SystemExit) as exit_:
         merge_study.main([str(tmp_path / "sweep"), "--out", str(tmp_path)])
@@ -389,7 +392,7 @@ def test_merge_into_an_existing_folder_is_one_line_naming_it(tmp_path, monkeypat
 
 
 def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(merge_study.study, "merged_summary", lambda sweep_dir: {"seeds": 1})
+    monkeypatch.setattr(merge_study.seed_study, "merged_summary", lambda sweep_dir: {"seeds": 1})
     monkeypatch.setattr(merge_study, "study_line", lambda summary: "1 seed")
     out = tmp_path / "file" / "summary.json"
     (tmp_path / "file").write_text("a file, not a folder")
@@ -518,7 +521,7 @@ def test_a_busy_port_is_one_error_naming_it_before_the_server_starts_anything(tm
 
 
 def test_a_server_answering_on_the_port_that_is_not_the_one_started_is_refused(tmp_path):
-    from pipeline.tracking.serving import wait_serving
+    from pipeline.tracking.loopback import wait_serving
 
     stand_in = subprocess.Popen(["sleep", "60"], start_new_session=True)  # listens nowhere
     try:
@@ -591,7 +594,7 @@ def server_root() -> Path:
 def test_the_server_s_postgres_wants_the_secret_which_no_command_line_or_log_shows(monkeypatch):
     import psycopg2
 
-    from pipeline.tracking.serving import free_port
+    from pipeline.tracking.loopback import free_port
 
     require_postgres()
     monkeypatch.delenv("PGPASSWORD", raising=False)
@@ -632,7 +635,7 @@ def test_the_server_s_postgres_wants_the_secret_which_no_command_line_or_log_sho
 
 @pytest.mark.slow
 def test_a_second_server_on_the_folder_names_the_log_and_a_killed_one_leaves_nothing_serving():
-    from pipeline.tracking.serving import free_port
+    from pipeline.tracking.loopback import free_port
 
     require_postgres()
     root, port = server_root(), free_port()

@@ -14,7 +14,7 @@ from pipeline.errors import ConfigError
 from pipeline.models import frames, interface, train
 from pipeline.models import lesson as lesson_model
 from pipeline.models.lesson import TrainingSet, logits_and_gradients
-from pipeline.models.params import Params, to_flat
+from pipeline.models.parameters import Params, to_flat
 
 CFG = ModelConfig()
 F64 = torch.float64

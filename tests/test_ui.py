@@ -156,9 +156,9 @@ def test_the_servers_stop_on_sigint_even_when_started_with_it_ignored():
 
     probe = (
         "import signal, sys\n"
-        "from pipeline.tracking import serving\n"
+        "from pipeline.tracking import loopback\n"
         "assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN\n"
-        "serving.stop_on_signals()\n"
+        "loopback.stop_on_signals()\n"
         "try:\n    print('ready', flush=True)\n    signal.pause()\n"
         "except KeyboardInterrupt:\n    print('stopped')\n"
     )

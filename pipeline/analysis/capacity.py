@@ -22,7 +22,7 @@ from pipeline import ties
 from pipeline.config import ModelConfig
 from pipeline.config.cells import variant_config
 from pipeline.models import interface
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 
 FOCUS = 30.0  # a marker score this far above the rest puts ~all the weight on it
 FLAT = 1e-3  # a reading score this small makes the log-sum-exp approach the mean

@@ -44,7 +44,7 @@ from pipeline.analysis.metrics import ablation_effects
 from pipeline.config import FaithfulnessConfig
 from pipeline.models import interface
 from pipeline.models.interface import forward
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 from pipeline.models.pooling import channels, lesson_head, probability, project, value_direction
 
 # Gauss-Legendre nodes of IntegratedGradients (captum's default rule and count; the

@@ -59,7 +59,7 @@ from pipeline.analysis.registry import RANDOM, SCORES, competitors, higher_is_be
 from pipeline.config import FaithfulnessConfig
 from pipeline.memory import BATTERY_RUNS
 from pipeline.models.interface import forward
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
 from pipeline.models.threads import run_jobs, workers
 

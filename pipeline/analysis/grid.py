@@ -1,7 +1,7 @@
 """The next lesson's grid: a seed distribution for each task x model cell.
 
 Every cell trains seeds 1..grid.seeds through the study's machinery
-(`study.train_sets`: the same data, held-out split and training settings as the
+(`seed_study.train_sets`: the same data, held-out split and training settings as the
 lesson, only the task's labels and the model differ), and reports the held-out
 accuracy distribution (mean with its multi-bootstrap interval, quantiles), the
 share of seeds that solve the task (held-out >= grid.solved), the majority
@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 
 from pipeline import data, tasks, ties
-from pipeline.analysis import capacity, faithfulness, metrics, stats, study
+from pipeline.analysis import capacity, faithfulness, metrics, seed_study, stats
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
 from pipeline.kinds import VARIANTS
@@ -56,10 +56,10 @@ def shuffled_steps(frame: pd.DataFrame, steps: int, seed: int) -> pd.DataFrame:
     return shuffled
 
 
-def accuracy_summary(runs: study.SeedRuns, cfg: Config, solved: float) -> dict:
+def accuracy_summary(runs: seed_study.SeedRuns, cfg: Config, solved: float) -> dict:
     """Held-out accuracy over seeds: describe, 95% multi-bootstrap interval, solved share."""
     per_seed = runs.values["heldout_accuracy"].mean(-1)
-    low, high = study.bootstrap_intervals(runs, cfg, ["heldout_accuracy"])["heldout_accuracy"]
+    low, high = seed_study.bootstrap_intervals(runs, cfg, ["heldout_accuracy"])["heldout_accuracy"]
     return {
         **stats.describe(per_seed),
         "ci95_low": low,
@@ -80,7 +80,7 @@ def paired_difference(first: torch.Tensor, second: torch.Tensor, cfg: Config) ->
 
 
 def head_numbers(
-    cfg: Config, runs: study.SeedRuns, heldout: tuple[torch.Tensor, ...]
+    cfg: Config, runs: seed_study.SeedRuns, heldout: tuple[torch.Tensor, ...]
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Per seed and head: marker mass and weight entropy over log T, (S, H) each."""
     inputs, _, marked = heldout
@@ -108,7 +108,7 @@ def heads_summary(mass: torch.Tensor, entropy: torch.Tensor) -> dict:
 
 
 def cell_battery(
-    cfg: Config, task: str, runs: study.SeedRuns, heldout: tuple[torch.Tensor, ...]
+    cfg: Config, task: str, runs: seed_study.SeedRuns, heldout: tuple[torch.Tensor, ...]
 ) -> dict:
     """The battery's summary over the first grid.faithfulness_seeds runs (means with a
     95% bootstrap interval over runs, share first), the task's metrics only."""
@@ -140,7 +140,7 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
     sets = [(frame, False)]
     if getattr(tasks.task_module(task), "ORDERED", False):
         sets.append((shuffled_steps(frame, cell.data.steps, cfg.grid.shuffle_seed), True))
-    runs, *controls = study.train_sets(cell, sets, seeds)  # the control on the same threads
+    runs, *controls = seed_study.train_sets(cell, sets, seeds)  # the control on the same threads
     hand = capacity.hand_set_accuracy(
         task, variant, cfg.model, tuple(t.cpu() for t in heldout), cfg.data.threshold
     )

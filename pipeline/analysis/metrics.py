@@ -25,7 +25,7 @@ from pipeline.config import EvalConfig
 from pipeline.errors import PipelineError
 from pipeline.models import interface
 from pipeline.models.interface import forward
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
 
 

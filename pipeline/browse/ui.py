@@ -27,7 +27,7 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.tracking.auth import APP_NAME, Login
-from pipeline.tracking.serving import check_port_free, free_port, stop_on_signals, wait_serving
+from pipeline.tracking.loopback import check_port_free, free_port, stop_on_signals, wait_serving
 
 START_TIMEOUT_S = 120
 UI_HOST = "mlflow.localhost"  # loopback, under a name the Assistant does not open on

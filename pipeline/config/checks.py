@@ -364,7 +364,7 @@ def validate(raw: DictConfig | dict) -> Config:
         schema = OmegaConf.structured(Config)
         if OmegaConf.select(OmegaConf.create(raw), "grid.cells") is not None:
             # The configured cells replace the defaults; a merge would keep every
-            # default cell that conf/ no longer lists (issue 34, case 1).
+            # default cell that conf/ no longer lists, and publish it as current.
             schema.grid.cells = {}
         merged = OmegaConf.merge(schema, raw)
     except OmegaConfBaseException as err:

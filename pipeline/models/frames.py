@@ -12,7 +12,7 @@ import torch
 from pipeline.config import Config, ModelConfig
 from pipeline.data import reading_columns, split_frame
 from pipeline.models.interface import flat_names, from_flat
-from pipeline.models.params import Params, to_flat
+from pipeline.models.parameters import Params, to_flat
 
 
 def features(

@@ -8,9 +8,9 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models import kind_module
-from pipeline.models import params as layouts
+from pipeline.models import parameters as layouts
 from pipeline.models.kind import Kind, kind_of
-from pipeline.models.params import Layout, Params
+from pipeline.models.parameters import Layout, Params
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:

@@ -5,7 +5,7 @@ A kind is a module of pipeline/models/ found by name (pipeline/kinds.py). It mus
 define
 
 - `layout(cfg, steps)`: its parameters, (name, shape of one run) in init order
-  (pipeline/models/params.py draws the init from it);
+  (pipeline/models/parameters.py draws the init from it);
 - `attend(params, inputs, dropped=None)`: the seed-batched forward, the definition
   of the model: logits (..., S, N), per-head pooling weights and readouts
   (..., S, N, H, T). `dropped` (bool, broadcastable against (S, N, T), True =
@@ -31,7 +31,7 @@ from types import ModuleType
 import torch
 
 from pipeline.config import ModelConfig
-from pipeline.models.params import Layout, Params
+from pipeline.models.parameters import Layout, Params
 
 REQUIRED = ("layout", "attend")
 OPTIONAL = (

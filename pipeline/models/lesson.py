@@ -20,7 +20,7 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models.attention import attention_weights, drop_steps_mask
-from pipeline.models.params import Layout, Params, lesson_layout
+from pipeline.models.parameters import Layout, Params, lesson_layout
 from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
     channels,

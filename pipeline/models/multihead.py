@@ -13,7 +13,7 @@ import torch
 from pipeline import ties
 from pipeline.config import ModelConfig
 from pipeline.models.lesson import TrainingSet, moment_gradients
-from pipeline.models.params import CHANNELS, Layout, Params
+from pipeline.models.parameters import CHANNELS, Layout, Params
 from pipeline.models.pooling import (
     Head,
     channels,

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 
 from pipeline.models.attention import attention_weights, drop_steps_mask
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 
 
 @dataclass(frozen=True)

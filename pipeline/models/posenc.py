@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from pipeline.config import ModelConfig
-from pipeline.models.params import CHANNELS, Layout, Params, lesson_layout
+from pipeline.models.parameters import CHANNELS, Layout, Params, lesson_layout
 from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
     channels,

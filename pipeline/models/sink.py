@@ -11,7 +11,7 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models.lesson import TrainingSet, moment_gradients
-from pipeline.models.params import Layout, Params, lesson_layout
+from pipeline.models.parameters import Layout, Params, lesson_layout
 from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
     channels,

@@ -21,7 +21,7 @@ from pipeline import ties
 from pipeline.config import TrainConfig
 from pipeline.errors import ConfigError, DivergenceError
 from pipeline.models import interface
-from pipeline.models.params import Params, to_flat
+from pipeline.models.parameters import Params, to_flat
 from pipeline.models.pooling import probability
 from pipeline.models.threads import available, check_stopped, run_jobs
 from pipeline.precision import settle

@@ -19,7 +19,7 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models.attention import drop_steps_mask
-from pipeline.models.params import CHANNELS, Layout, Params, lesson_layout
+from pipeline.models.parameters import CHANNELS, Layout, Params, lesson_layout
 from pipeline.models.pooling import (
     attend as pool,
 )

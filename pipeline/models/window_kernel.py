@@ -39,7 +39,7 @@ import numpy as np
 import torch
 from numba import njit
 
-from pipeline.models.params import CHANNELS
+from pipeline.models.parameters import CHANNELS
 from pipeline.models.pooling import probability
 from pipeline.models.threads import run_jobs
 

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipeline.analysis import study
+from pipeline.analysis import seed_study
 from pipeline.errors import PipelineError
 from pipeline.files import write_json
 from pipeline.reporting.summary import study_line
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> None:
             f"e.g. --out {args.out / 'summary.json'}"
         )
     try:
-        summary = study.merged_summary(args.sweep_dir)
+        summary = seed_study.merged_summary(args.sweep_dir)
     except PipelineError as err:
         sys.exit(f"error: {err}")
     try:

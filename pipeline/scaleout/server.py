@@ -41,7 +41,7 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 from pipeline.processes import dies_with_this_process
 from pipeline.tracking.auth import APP_NAME, Login, login, write_secret
-from pipeline.tracking.serving import (
+from pipeline.tracking.loopback import (
     START_TIMEOUT_S,
     check_port_free,
     free_port,

@@ -11,7 +11,7 @@ from pipeline.config import Config, load_params
 from pipeline.files import read_json, read_parquet, write_csv, write_json
 from pipeline.memory import check_memory
 from pipeline.models import frames, interface
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 from pipeline.models.train import device_and_dtype
 from pipeline.reporting.report import text_tables
 from pipeline.stages import entry

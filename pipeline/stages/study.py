@@ -6,7 +6,7 @@ these bytes, so the battery does not rerun), summary.json."""
 from __future__ import annotations
 
 from pipeline import provenance
-from pipeline.analysis import study
+from pipeline.analysis import seed_study
 from pipeline.config import load_params
 from pipeline.files import read_parquet, write_json, write_parquet
 from pipeline.memory import check_memory
@@ -19,7 +19,9 @@ def main() -> None:
     cfg = load_params()
     check_memory(cfg)  # before any work: the largest stage of this config fits
     provenance.verify_inputs(cfg, "study")
-    table, summary = study.run(cfg, read_parquet(cfg.paths.sequences), study.show_progress())
+    table, summary = seed_study.run(
+        cfg, read_parquet(cfg.paths.sequences), seed_study.show_progress()
+    )
     with provenance.publishing(cfg, "study"):
         write_parquet(cfg.paths.study_seeds, table)
         columns = ["seed", *interface.flat_names(cfg.model, cfg.data.steps)]

@@ -10,7 +10,7 @@ from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_csv, write_parquet
 from pipeline.memory import check_memory
 from pipeline.models import frames, interface
-from pipeline.models.params import Params
+from pipeline.models.parameters import Params
 from pipeline.models.train import History, device_and_dtype, resolve_device, train
 from pipeline.stages import entry
 

@@ -27,7 +27,7 @@ GAP_VIEW_STATE = {
     ]
     + ["attributes.`Description`"],
     # Completely logged runs only: a run that an interrupted log left (KILLED) never
-    # counts in the gap (issue 34, case 13).
+    # counts in the gap.
     "searchFilter": "attributes.status = 'FINISHED'",
     "orderByKey": "attributes.start_time",
     "orderByAsc": True,

@@ -36,7 +36,7 @@ from pipeline.config import (
 )
 from pipeline.errors import ConfigError, DivergenceError, PipelineError
 from pipeline.models import frames, interface
-from pipeline.models.params import to_flat
+from pipeline.models.parameters import to_flat
 from pipeline.models.threads import run_jobs, workers
 from pipeline.models.train import device_and_dtype, finite_runs, train
 
