@@ -6,9 +6,10 @@ model's shortfall is about optimisation. Every construction pools through the
 lesson's key and value directions (pipeline/models/pooling.py): with
 Wk = [[kappa, beta], 0, 0], q = [sqrt(d_k), 0, 0] a step's score is
 kappa * channel_0 + beta * channel_1, and with Wv = [[alpha, gamma], 0, 0],
-w = [1, 0, 0] its readout alpha * channel_0 + gamma * channel_1. Where a kind
-cannot express a rule, `CANNOT` says why (docs/next_lesson.md has the derivations;
-an entry that starts with "open" is a cell with no construction and no proof).
+w = [1, 0, 0] its readout alpha * channel_0 + gamma * channel_1. Each task module
+declares which construction suits each variant (HAND_SET), or why the kind cannot
+express its rule (CANNOT; docs/next_lesson.md has the derivations; a reason that
+starts with "open" is a cell with no construction and no proof).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ import torch
 from pipeline import ties
 from pipeline.config import ModelConfig
 from pipeline.config.cells import variant_config
+from pipeline.errors import PipelineError
 from pipeline.models import interface
 from pipeline.models.parameters import Params
+from pipeline.tasks import task_module
 
 FOCUS = 30.0  # a marker score this far above the rest puts ~all the weight on it
 FLAT = 1e-3  # a reading score this small makes the log-sum-exp approach the mean
@@ -131,56 +134,41 @@ def window_previous(cfg: ModelConfig, steps: int, threshold: float) -> Params:
 
 Construction = Callable[[ModelConfig, int, float], Params]
 
-# (task, model variant) -> how to set the cell's model by hand.
-ONE_HEAD = ("lesson", "sink", "posenc_learned", "window2", "window3", "window12")
-CONSTRUCTIONS: dict[tuple[str, str], Construction] = {
-    **{("lesson", v): marker_reading for v in (*ONE_HEAD, "multihead2", "multihead4")},
-    **{("two_patterns", v): softmax_normalisation for v in ONE_HEAD},
-    ("two_patterns", "multihead2"): two_heads,
-    ("two_patterns", "multihead4"): two_heads,
-    ("first_half", "posenc_learned"): learned_halves,
-    ("first_half", "window12"): window_count,
-    ("rise", "window2"): window_previous,
+# The hand-set models a task's HAND_SET names (pipeline/tasks/).
+CONSTRUCTIONS: dict[str, Construction] = {
+    construction.__name__: construction
+    for construction in (
+        marker_reading,
+        softmax_normalisation,
+        two_heads,
+        learned_halves,
+        window_count,
+        window_previous,
+    )
 }
-COSINE = (
-    "open (no hand-set model found): the fixed encoding adds cos t to the marker channel, "
-    "and 1 + cos m < cos 0 for m = 2, 3, 4, 8, 9, 10, so no key direction puts the most "
-    "weight on the marker whatever the readings"
-)
-SET_ORDER = "sees the steps as a set: the set's distribution does not depend on m"
-CANNOT: dict[tuple[str, str], str] = {
-    ("lesson", "posenc_sinusoidal"): COSINE,
-    ("two_patterns", "posenc_sinusoidal"): COSINE,
-    **{("first_half", v): SET_ORDER for v in ("lesson", "sink", "multihead2", "multihead4")},
-    ("first_half", "posenc_sinusoidal"): (
-        "(sin m, cos m) for m = 2..5 and 6..11 interleave on the circle: no linear readout "
-        "separates them"
-    ),
-    **{
-        ("first_half", v): "every m >= w - 1 sees w positions: m = 5 and m = 6 look alike"
-        for v in ("window2", "window3")
-    },
-    **{
-        ("rise", v): "sees the steps as a set: which unmarked step is m - 1 is lost"
-        for v in ("lesson", "sink", "multihead2", "multihead4")
-    },
-    **{
-        ("rise", v): "each step's score and readout depend on its own input and position "
-        "only: nothing marks the step before m"
-        for v in ("posenc_learned", "posenc_sinusoidal")
-    },
-    **{
-        ("rise", v): "the w - 1 steps before m score by content alone: m - 1 is not singled out"
-        for v in ("window3", "window12")
-    },
-}
+
+
+def capacity(task: str, variant: str) -> tuple[Construction | None, str | None]:
+    """The cell's hand-set model, or the task's reason the variant cannot express its
+    rule: exactly one of the two, as the task module declares (HAND_SET, CANNOT)."""
+    module = task_module(task)
+    name = getattr(module, "HAND_SET", {}).get(variant)
+    reason = getattr(module, "CANNOT", {}).get(variant)
+    if (name is None) == (reason is None):
+        raise PipelineError(
+            f"task {task} must declare variant {variant} in exactly one of HAND_SET (a "
+            f"hand-set model of pipeline/analysis/capacity.py) and CANNOT (why not), in "
+            f"{module.__name__}"
+        )
+    return (None if name is None else CONSTRUCTIONS[name]), reason
 
 
 def hand_set_accuracy(
     task: str, variant: str, base: ModelConfig, heldout: tuple[torch.Tensor, ...], threshold: float
 ) -> float | None:
-    """Held-out accuracy of the cell's hand-set model; None where `CANNOT` holds."""
-    construction = CONSTRUCTIONS.get((task, variant))
+    """Held-out accuracy of the cell's hand-set model; None where the task declares
+    that the variant cannot express its rule."""
+    construction, _ = capacity(task, variant)
     if construction is None:
         return None
     inputs, labels, _ = heldout

@@ -152,7 +152,7 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
         "seeds": len(seeds),
         "majority_baseline": max(positive, 1.0 - positive),
         "hand_set_accuracy": hand,
-        "hand_set_note": capacity.CANNOT.get((task, variant)),
+        "hand_set_note": capacity.capacity(task, variant)[1],
         "heldout_accuracy": accuracy,
         "per_seed_heldout_accuracy": runs.values["heldout_accuracy"].mean(-1).tolist(),
         "gap_to_hand_set": None if hand is None else hand - accuracy["mean"],

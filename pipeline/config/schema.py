@@ -128,23 +128,17 @@ class GridCell:
     variant: str  # a name of pipeline/kinds.py
 
 
-# Heads: the two-patterns task; order: absolute and relative position.
-GRID_CELLS = (
-    ("two_patterns", "lesson"),
-    ("two_patterns", "sink"),
-    ("two_patterns", "multihead2"),
-    ("two_patterns", "multihead4"),
-    ("first_half", "lesson"),
-    ("first_half", "posenc_learned"),
-    ("first_half", "posenc_sinusoidal"),
-    ("first_half", "window3"),
-    ("first_half", "window12"),
-    ("rise", "lesson"),
-    ("rise", "posenc_learned"),
-    ("rise", "posenc_sinusoidal"),
-    ("rise", "window3"),
-    ("rise", "window2"),
-)
+def grid_cells() -> dict[str, GridCell]:
+    """The grid's default cells: each task module's GRID_VARIANTS (pipeline/tasks/),
+    which conf/grid/lesson.yaml lists as well (DVC composes conf/ alone)."""
+    from pipeline.kinds import TASKS
+    from pipeline.tasks import task_module
+
+    return {
+        f"{task}-{variant}": GridCell(task, variant)
+        for task in TASKS
+        for variant in getattr(task_module(task), "GRID_VARIANTS", ())
+    }
 
 
 @dataclass
@@ -152,9 +146,7 @@ class GridConfig:
     """The next lesson's grid (pipeline/analysis/grid.py): task x model cells, each a
     DVC stage grid@<name> (dvc.yaml's foreach over `cells`)."""
 
-    cells: dict[str, GridCell] = field(
-        default_factory=lambda: {f"{t}-{v}": GridCell(t, v) for t, v in GRID_CELLS}
-    )
+    cells: dict[str, GridCell] = field(default_factory=grid_cells)
     seeds: int = 20  # per cell; 1000 for the docs' distributions
     solved: float = 0.95  # a seed solves the task at this held-out accuracy
     shuffle_seed: int = 0  # the shuffled-steps control's permutations

@@ -23,16 +23,22 @@ import pandas as pd
 from pipeline.analysis.registry import RANDOM, competitors
 from pipeline.tasks import task_module
 
-HEADS_TASK = "two_patterns"
 ATTENTION = "attention"
 
 
+def is_heads_task(task: str) -> bool:
+    """Whether the task module puts its cells in the heads section (EXPERIMENT)."""
+    return getattr(task_module(task), "EXPERIMENT", "order") == "heads"
+
+
 def ordered_cells(cells: list[dict]) -> list[dict]:
-    """The heads task first, then the order tasks (a task module's ORDERED), each in
+    """The heads tasks first, then the order tasks (a task module's ORDERED), each in
     its cells' order."""
 
     def rank(task: str) -> int:
-        return 0 if task == HEADS_TASK else 1 if getattr(task_module(task), "ORDERED", False) else 2
+        return (
+            0 if is_heads_task(task) else 1 if getattr(task_module(task), "ORDERED", False) else 2
+        )
 
     return sorted(cells, key=lambda c: (rank(c["task"]), c["task"]))
 
@@ -40,9 +46,8 @@ def ordered_cells(cells: list[dict]) -> list[dict]:
 def experiments(cells: list[dict]) -> tuple[list[dict], list[dict]]:
     """The heads experiment's cells and the order experiment's, in `ordered_cells`' order."""
     cells = ordered_cells(cells)
-    return [c for c in cells if c["task"] == HEADS_TASK], [
-        c for c in cells if c["task"] != HEADS_TASK
-    ]
+    heads = [c for c in cells if is_heads_task(c["task"])]
+    return heads, [c for c in cells if not is_heads_task(c["task"])]
 
 
 def interval(summary: dict) -> str:
@@ -93,7 +98,8 @@ def overlap(first: dict, second: dict) -> bool:
 
 
 def heads_reading(cells: list[dict]) -> list[str]:
-    one, two = find(cells, HEADS_TASK, "lesson"), find(cells, HEADS_TASK, "multihead2")
+    task = cells[0]["task"] if cells else None
+    one, two = find(cells, task, "lesson"), find(cells, task, "multihead2")
     if one is None or two is None:
         return []
     lines = []

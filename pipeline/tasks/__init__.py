@@ -9,6 +9,14 @@ offers, without torch:
 - `rationale(marked, steps) -> list[int]`: the steps that decide the label (what
   the faithfulness battery's rationale metrics are scored against; where it is
   every step they are constant and the grid leaves them out);
+- `HAND_SET` (model variant -> the name of a hand-set model in
+  pipeline/analysis/capacity.py) and `CANNOT` (variant -> why the kind cannot
+  express the rule): one of the two for every variant the grid runs on it;
+- `GRID_VARIANTS`: the model variants of its next-lesson cells (the grid's default
+  cells; conf/grid/lesson.yaml lists the same, since DVC composes conf/ alone);
+- optional: `ORDERED = True` where the label depends on where steps sit (the grid
+  adds a shuffled control), `EXPERIMENT = "heads"` for the next lesson's heads
+  section (the default: "order");
 - a docstring with the rule, its rationale and which faithfulness metrics apply.
 
 A new task is one module, its name in pipeline/kinds.py, and one YAML in
@@ -22,8 +30,18 @@ from types import ModuleType
 
 from pipeline.kinds import TASKS
 
+# Reasons several tasks give for a variant that cannot express their rule.
+COSINE = (
+    "open (no hand-set model found): the fixed encoding adds cos t to the marker channel, "
+    "and 1 + cos m < cos 0 for m = 2, 3, 4, 8, 9, 10, so no key direction puts the most "
+    "weight on the marker whatever the readings"
+)
+SET_ORDER = "sees the steps as a set: the set's distribution does not depend on m"
+ONE_HEAD = ("lesson", "sink", "posenc_learned", "window2", "window3", "window12")
+
 
 def task_module(kind: str) -> ModuleType:
+    """The module of a task, imported on first use."""
     module = TASKS[kind]
     return importlib.import_module(module) if isinstance(module, str) else module
 

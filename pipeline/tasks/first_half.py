@@ -14,6 +14,24 @@ answer is read from: its position, not its reading, decides.
 
 from __future__ import annotations
 
+from pipeline.tasks import SET_ORDER
+
+# The next lesson's cells on this task (conf/grid/lesson.yaml lists them too).
+GRID_VARIANTS = ("lesson", "posenc_learned", "posenc_sinusoidal", "window3", "window12")
+# What each model variant can express here (pipeline/analysis/capacity.py).
+HAND_SET = {"posenc_learned": "learned_halves", "window12": "window_count"}
+CANNOT = {
+    **{variant: SET_ORDER for variant in ("lesson", "sink", "multihead2", "multihead4")},
+    "posenc_sinusoidal": (
+        "(sin m, cos m) for m = 2..5 and 6..11 interleave on the circle: no linear readout "
+        "separates them"
+    ),
+    **{
+        variant: "every m >= w - 1 sees w positions: m = 5 and m = 6 look alike"
+        for variant in ("window2", "window3")
+    },
+}
+
 ORDERED = True  # the label depends on where steps sit: the grid adds the shuffled control
 
 

@@ -10,6 +10,26 @@ how far down the ranking both are; AUPRC against the pair).
 
 from __future__ import annotations
 
+# The next lesson's cells on this task (conf/grid/lesson.yaml lists them too).
+GRID_VARIANTS = ("lesson", "posenc_learned", "posenc_sinusoidal", "window3", "window2")
+# What each model variant can express here (pipeline/analysis/capacity.py).
+HAND_SET = {"window2": "window_previous"}
+CANNOT = {
+    **{
+        variant: "sees the steps as a set: which unmarked step is m - 1 is lost"
+        for variant in ("lesson", "sink", "multihead2", "multihead4")
+    },
+    **{
+        variant: "each step's score and readout depend on its own input and position "
+        "only: nothing marks the step before m"
+        for variant in ("posenc_learned", "posenc_sinusoidal")
+    },
+    **{
+        variant: "the w - 1 steps before m score by content alone: m - 1 is not singled out"
+        for variant in ("window3", "window12")
+    },
+}
+
 ORDERED = True  # the label depends on where steps sit: the grid adds the shuffled control
 
 

@@ -14,6 +14,19 @@ constant (1, T, 1), so the grid's battery leaves them out.
 
 from __future__ import annotations
 
+from pipeline.tasks import COSINE, ONE_HEAD
+
+EXPERIMENT = "heads"  # the next lesson's section: a second head
+# The next lesson's cells on this task (conf/grid/lesson.yaml lists them too).
+GRID_VARIANTS = ("lesson", "sink", "multihead2", "multihead4")
+# What each model variant can express here (pipeline/analysis/capacity.py).
+HAND_SET = {
+    **{variant: "softmax_normalisation" for variant in ONE_HEAD},
+    "multihead2": "two_heads",
+    "multihead4": "two_heads",
+}
+CANNOT = {"posenc_sinusoidal": COSINE}
+
 
 def label(readings: list[float], marked: int, threshold: float) -> int:
     return int(readings[marked] > sum(readings) / len(readings))
