@@ -157,3 +157,36 @@ def test_without_position_the_first_half_task_is_at_best_a_coin():
         swapped = ((interface.forward(params, moved)[0] > 0) == (labels < 0.5)).double()
         both = original.mean(-1) + swapped.mean(-1)
         torch.testing.assert_close(both, torch.ones(8, dtype=both.dtype))  # mean 0.5 < majority
+
+
+def test_a_task_defined_in_a_test_is_a_plug_in(monkeypatch):
+    """A toy task registered here (the rule: is the marked reading above the first
+    step's?) labels the lesson's sequences, runs as a grid cell with its declared
+    hand-set model and reasons, and lands in the next lesson's order section, with no
+    change to the pipeline."""
+    import types
+
+    from pipeline.analysis import grid
+    from pipeline.config import Config, compose, validate
+    from pipeline.reporting.next_lesson import experiments
+    from tests.conftest import small_overrides
+
+    toy = types.ModuleType("toy_task", "above the first step")
+    toy.label = lambda readings, marked, threshold: int(readings[marked] > readings[0])
+    toy.rationale = lambda marked, steps: [0, marked]
+    toy.GRID_VARIANTS = ("lesson",)
+    toy.HAND_SET, toy.CANNOT = {}, {"lesson": "a toy's reason"}
+    monkeypatch.setitem(kinds.TASKS, "toy", toy)
+
+    cfg = validate(compose([*small_overrides(), "task.kind=toy", "grid.seeds=2"]))
+    frame = data.generate(cfg.data, "toy")
+    columns = data.reading_columns(cfg.data.steps)
+    for _, row in frame.head(20).iterrows():
+        readings = row[columns].tolist()
+        assert row["label"] == int(readings[row["marked_step"]] > readings[0])
+    assert "toy-lesson" in Config().grid.cells  # the grid's default cells: its declaration
+    document = grid.run_cell(cfg, "toy", "lesson")
+    assert document["task"] == "toy" and document["hand_set_note"] == "a toy's reason"
+    assert document["hand_set_accuracy"] is None
+    heads, order = experiments([document])
+    assert heads == [] and order == [document]
