@@ -18,19 +18,18 @@ import time
 
 from pipeline.analysis import grid
 from pipeline.config import compose, validate
+from pipeline.reporting.summary import interval
 
 
 def numbers(document: dict) -> str:
-    """The cell's headline: held-out mean (95% CI), solved share; the shuffled control
+    """The cell's headline: held-out mean [95% CI], solved share; the shuffled control
     and the difference to it, or the share of seeds whose heads divide the work."""
 
-    def mean(summary: dict) -> str:
-        return f"{summary['mean']:.4f} ({summary['ci95_low']:.4f}-{summary['ci95_high']:.4f})"
-
     accuracy = document["heldout_accuracy"]
-    text = f"held-out {mean(accuracy)}, solved {accuracy['share_solved']:.2f}"
+    text = f"held-out {interval(accuracy)}, solved {accuracy['share_solved']:.2f}"
     if "shuffled" in document:
-        text += f"; shuffled {mean(document['shuffled'])}, above {mean(document['above_shuffled'])}"
+        shuffled, above = document["shuffled"], document["above_shuffled"]
+        text += f"; shuffled {interval(shuffled)}, above {interval(above)}"
     if "heads" in document:
         text += f"; divided {document['heads']['share_divided']:.2f}"
     return text

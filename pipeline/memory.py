@@ -42,6 +42,10 @@ PYTHON_FLOAT_BYTES = 32  # an init value is drawn as a Python float, then kept
 # threads that train or explain add their torch and numba state and the heap
 # their many chunks leave behind.
 PROCESS_BYTES = 480 * 2**20
+# The generate stage loads no torch (pandas and the config only): it peaked at 132
+# and 133 MiB (benchmarks/bench_memory.py, 2 cores).
+LIGHT_PROCESS_BYTES = 200 * 2**20
+LIGHT_STAGES = ("generate",)
 THREADS_BYTES = 200 * 2**20
 TRAINING_STAGES = ("study", "faithfulness")  # stages whose work runs on our threads
 # The faithfulness stage runs the battery over every study seed, 16 at a time:
@@ -237,15 +241,10 @@ def grid_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
     key = (
         "grid.seeds" if cfg.grid.seeds <= cfg.grid.faithfulness_seeds else "grid.faithfulness_seeds"
     )
-    # Over more chunks than run at once, the heap grows as in the faithfulness stage
-    # (measured: window12's cell at grid.seeds=1000, 100 battery runs in 7 chunks,
-    # peaked at 4.1 to 7.0 GiB over eight runs of the same config).
-    chunks = math.ceil(battery_runs / BATTERY_RUNS)
-    many_chunks = chunks > workers(chunks)
     return [
         sequences_term(cell),
         *study_terms(cell, cfg.grid.seeds, "grid.seeds", sets),
-        *battery_terms(cell, battery_runs, key, MANY_CHUNKS_HEAP if many_chunks else 1.0),
+        *battery_terms(cell, battery_runs, key),
     ]
 
 
@@ -275,14 +274,16 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
 def stage_bytes(stage: str, terms: list[MemoryTerm]) -> int:
     """About how much memory a stage needs at most: the process, its threads where it
     trains or explains, what it keeps throughout, and its largest phase (training,
-    then the battery: a grid cell frees the one before the other starts)."""
+    then the battery: a grid cell frees the one, and returns the freed heap to the
+    kernel (`processes.release_freed_memory`), before the other starts)."""
     threads = THREADS_BYTES if stage in TRAINING_STAGES or stage.startswith("grid@") else 0
     kept = sum(term.bytes for term in terms if not term.phase)
     phases: dict[str, int] = {}
     for term in terms:
         if term.phase:
             phases[term.phase] = phases.get(term.phase, 0) + term.bytes
-    return PROCESS_BYTES + threads + kept + max(phases.values(), default=0)
+    process = LIGHT_PROCESS_BYTES if stage in LIGHT_STAGES else PROCESS_BYTES
+    return process + threads + kept + max(phases.values(), default=0)
 
 
 def stage_estimates(cfg: Config) -> dict[str, int]:

@@ -13,16 +13,17 @@ HEADLINE = {
         "runs.1.heldout_accuracy": {"old": 0.8888888888888888, "new": 0.8888888888888888},
     }
 }
-CHANGED = {
-    "reports/headline.json": {
-        "lesson.seed_gap": HEADLINE["reports/headline.json"]["lesson.seed_gap"]
-    },
+CALLS: list[tuple[str, ...]] = []
+
+
+EVERYTHING = {
+    **HEADLINE,
     "reports/metrics.json": {
         "seed_gap": {"old": 0.10555555555555562, "new": 0.05, "diff": -0.0556},
         "runs.1.high_weight": {"old": 81, "new": 80, "diff": -1},
+        "runs.1.heldout_accuracy": {"old": 0.8888888888888888, "new": 0.8888888888888888},
     },
 }
-CALLS: list[tuple[str, ...]] = []
 
 
 def fake_dvc(*args: str) -> str:
@@ -31,39 +32,54 @@ def fake_dvc(*args: str) -> str:
         return "PARAMS TABLE" if "--md" in args else json.dumps(PARAMS)
     if "--md" in args:
         return "METRICS TABLE"
-    return json.dumps(HEADLINE if "--all" in args else CHANGED)
+    return json.dumps(EVERYTHING)
 
 
-def test_the_diff_starts_with_what_changed(monkeypatch):
+def test_the_diff_fits_a_screen_what_changed_first(monkeypatch):
     monkeypatch.setattr(diff, "dvc", fake_dvc)
     lines = diff.report("HEAD~1").splitlines()
     titles = [line for line in lines if line.startswith("## ")]
     assert titles == [
         "## Params changed: HEAD~1 -> workspace",
         "## Headline metrics (reports/headline.json)",
-        "## Other metrics that changed",
-        "## Every param",
-        "## Every metric",
+        "## Every numbers file",
     ]
     assert lines[2] == "- params.yaml `train.lr`: 0.6 -> 0.3"
-    headline = lines[lines.index("## Headline metrics (reports/headline.json)") + 2 :][:2]
-    assert headline == [
-        "- reports/headline.json `lesson.seed_gap`: 0.1056 -> 0.0500",
-        "- reports/headline.json `runs.1.heldout_accuracy`: 0.8889 -> 0.8889",
+    table = lines[lines.index("## Headline metrics (reports/headline.json)") + 2 :][:4]
+    assert table == [
+        "| metric | HEAD~1 | workspace | change |",
+        "|---|---:|---:|---:|",
+        "| lesson.seed_gap | 0.1056 | 0.0500 | -0.0556 |",
+        "| runs.1.heldout_accuracy | 0.8889 | 0.8889 | +0.0000 |",
     ]
-    others = lines[lines.index("## Other metrics that changed") + 2 :][:2]
-    assert others == [  # every numbers file but the headline; keys in order
-        "- reports/metrics.json `runs.1.high_weight`: 81 -> 80",
-        "- reports/metrics.json `seed_gap`: 0.1056 -> 0.0500",
+    files = lines[lines.index("## Every numbers file") + 2 :]
+    assert files[:2] == [
+        "- reports/headline.json: 1 of 2 values changed, by at most 0.05556",
+        "- reports/metrics.json: 2 of 3 values changed, by at most 1",
     ]
-    assert lines[-1] == "METRICS TABLE"
+    assert files[2] == "- reports/study/summary.json: 0 of 0 values changed"
+    assert len(lines) < 40  # a screen
     # Only headline.json is a declared metrics file: the rest are compared as targets.
     metric_calls = [args for args in CALLS if args[0] == "metrics"]
     assert all("--targets" in args for args in metric_calls)
     assert any(set(diff.NUMBERS) <= set(args) for args in metric_calls)
 
 
+def test_all_adds_every_changed_metric_and_dvc_s_tables(monkeypatch):
+    monkeypatch.setattr(diff, "dvc", fake_dvc)
+    lines = diff.report("HEAD~1", full=True).splitlines()
+    titles = [line for line in lines if line.startswith("## ")]
+    assert titles[3:] == ["## Other metrics that changed", "## Every param", "## Every metric"]
+    others = lines[lines.index("## Other metrics that changed") + 2 :][:3]
+    assert others == [  # every numbers file but the headline; changed keys, in order
+        "- reports/metrics.json `runs.1.high_weight`: 81 -> 80",
+        "- reports/metrics.json `seed_gap`: 0.1056 -> 0.0500",
+        "",
+    ]
+    assert lines[-1] == "METRICS TABLE"
+
+
 def test_nothing_changed_says_so(monkeypatch):
     monkeypatch.setattr(diff, "dvc", lambda *args: "")
-    text = diff.report("HEAD")
+    text = diff.report("HEAD", full=True)
     assert text.count("(none)") == 5

@@ -65,8 +65,12 @@ def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads
     ]  # fmt: skip
     assert estimated_bytes(cfg) == max(estimates.values())
     # The case the issue measured: window12 at 1000 seeds peaked at 4.96 GiB, where
-    # the estimate, which left the grid out, said 0.81 GiB.
-    assert estimates["grid@first_half-window12"] > 4.96 * 2**30
+    # the estimate, which left the grid out, said 0.81 GiB. Its peak varies from run
+    # to run: with the training's heap returned before the battery, 3.9 to 5.4 GiB
+    # over six measured runs (docs/reliability.md, case 10); the estimate covers them
+    # all, within twice the lowest, and fits the limit.
+    window12 = estimates["grid@first_half-window12"]
+    assert 5.4 * 2**30 <= window12 <= 2 * 3.9 * 2**30 and window12 <= MAX_BYTES
 
 
 def test_a_grid_cell_grows_with_its_seeds_and_an_order_task_trains_its_control_beside():
@@ -111,9 +115,9 @@ def test_the_memory_estimate_counts_what_the_pipeline_allocates():
 
 # Each stage run as DVC runs it, its peak resident memory against its estimate:
 # at or above it, at most twice it. Every stage on two configurations; three grid
-# cells also at the docs' 1000 seeds. Not window12's cell at 1000 seeds: its peak
-# varies from run to run (4.1 to 7.0 GiB in six runs, docs/reliability.md), and
-# one of those runs went above its 6.0 GiB estimate.
+# cells also at the docs' 1000 seeds. window12's cell at 1000 seeds (80 s, and a
+# peak that varies from run to run) is measured by benchmarks/bench_memory.py, and
+# its estimate checked against those peaks above.
 MEASURED = [
     (  # the committed cells are the defaults': the report reads them as they are
         [],

@@ -22,10 +22,11 @@ import pytest
 from filelock import FileLock
 
 from pipeline import precision, tracking
-from pipeline.config import compose, validate
+from pipeline.config import PROJECT_ROOT, compose, validate
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import (
     STAGE_OUTPUTS,
+    changed_files,
     clone_project,
     git_commit,
     kill_group,
@@ -103,6 +104,11 @@ def expected_metrics(*overrides: str) -> dict:
     params, _ = train.run(cfg, frame)
     document, _ = evaluate.run(cfg, frame, summary, params)
     return json.loads(json.dumps(precision.rounded(document)))  # as write_json writes it
+
+
+# Back to the lesson after `dvc exp run -S ...` replaced params.yaml and the outputs:
+# the committed params, lock and reports from git, the cached outputs from DVC.
+WAY_BACK = ("git restore params.yaml dvc.lock reports", "dvc checkout --force")
 
 
 @pytest.fixture(scope="module")
@@ -310,6 +316,20 @@ def test_exp_run_set_param_composes_conf(repo):
     parents, _ = parent_runs(repo)
     logged = parents[parents["tags.dvc.exp_name"].notna()]
     assert len(logged) == 1 and logged.iloc[0]["params.train.lr"] == "0.3"
+
+    # The way back to the lesson, as the README gives it: git's files, then DVC's.
+    for command in WAY_BACK:
+        subprocess.run(command, shell=True, cwd=repo, check=True, capture_output=True)
+    assert changed_files(repo) == []
+    assert metrics_of(repo) == expected_metrics()
+    status = json.loads(dvc(repo, "status", "--json").stdout)
+    assert set(status) <= {"track"}, status  # the track stage always runs
+    assert ran_stages(dvc(repo, "repro").stdout) <= {"track"}  # nothing to recompute
+
+
+def test_the_readme_gives_the_way_back():
+    readme = (PROJECT_ROOT / "README.md").read_text()
+    assert " && ".join(WAY_BACK) in readme
 
 
 def test_queued_experiments_all_run(repo):

@@ -45,6 +45,7 @@ def run_hydra_app(main: Callable[[], None]) -> None:
     try:
         check_conf_yaml()
         check_hydra_dirs(sys.argv[1:])
+        check_group_options(sys.argv[1:])
     except PipelineError as err:
         print(f"error: {err}", file=sys.stderr)
         sys.exit(1)
@@ -81,6 +82,34 @@ def check_hydra_dirs(argv: list[str]) -> None:
                 "(Hydra writes its job files there); use outputs/ or multirun/, or a "
                 "folder outside the project"
             )
+
+
+def check_group_options(argv: list[str], conf_dir: Path = CONF_DIR) -> None:
+    """Refuse an option of a config group that conf/ does not have (`model=nope`) in one
+    line naming the ones it has, where Hydra prints some 15 lines."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        overrides = OverridesParser.create().parse_overrides(
+            [arg for arg in argv if not arg.startswith("-")]
+        )
+    except HydraException:
+        return  # Hydra reports its own grammar errors
+    for override in overrides:
+        group = conf_dir / override.key_or_group
+        if "." in override.key_or_group or not group.is_dir() or override.is_delete():
+            continue
+        options = sorted(path.stem for path in group.glob("*.yaml"))
+        chosen = (
+            list(override.sweep_iterator()) if override.is_sweep_override() else [override.value()]
+        )
+        for option in chosen:
+            if str(option) not in options:
+                raise ConfigError(
+                    f"invalid config value {override.key_or_group}={option}: no "
+                    f"conf/{override.key_or_group}/{option}.yaml; allowed: {', '.join(options)}"
+                )
 
 
 def check_conf_yaml(conf_dir: Path = CONF_DIR) -> None:

@@ -332,20 +332,33 @@ def gap_history_png(versions: list[str], gaps: list[float]) -> bytes:
 
 def grid_accuracy(figure: Figure, cells: list[dict], title: str) -> None:
     """Per cell: every seed's held-out accuracy (dots), the mean (bar), the majority
-    baseline (dashed) and the hand-set model's accuracy (star), one row per cell."""
+    baseline (dashed) and the hand-set model's accuracy (star), one row per cell; a
+    legend names each mark."""
     ax = figure.subplots()
+    marks = {}
     for row, cell in enumerate(cells):
         values = cell["per_seed_heldout_accuracy"]
-        ax.scatter(values, [row] * len(values), s=8, alpha=0.35, color="tab:blue")
-        ax.plot([cell["heldout_accuracy"]["mean"]] * 2, [row - 0.3, row + 0.3], color="black")
-        ax.plot([cell["majority_baseline"]] * 2, [row - 0.4, row + 0.4], "--", color="grey")
+        marks["one seed"] = ax.scatter(
+            values, [row] * len(values), s=8, alpha=0.35, color="tab:blue"
+        )
+        (marks["mean over seeds"],) = ax.plot(
+            [cell["heldout_accuracy"]["mean"]] * 2, [row - 0.3, row + 0.3], color="black"
+        )
+        (marks["majority baseline"],) = ax.plot(
+            [cell["majority_baseline"]] * 2, [row - 0.4, row + 0.4], "--", color="grey"
+        )
         if cell["hand_set_accuracy"] is not None:
-            ax.scatter([cell["hand_set_accuracy"]], [row], marker="*", s=90, color="tab:red")
+            marks["hand-set model"] = ax.scatter(
+                [cell["hand_set_accuracy"]], [row], marker="*", s=90, color="tab:red"
+            )
         if "shuffled" in cell:
-            ax.plot([cell["shuffled"]["mean"]] * 2, [row - 0.3, row + 0.3], color="tab:orange")
+            (marks["mean on shuffled steps"],) = ax.plot(
+                [cell["shuffled"]["mean"]] * 2, [row - 0.3, row + 0.3], color="tab:orange"
+            )
     ax.set_yticks(range(len(cells)), labels=[f"{c['task']} x {c['variant']}" for c in cells])
-    ax.set(xlabel="held-out accuracy per seed", xlim=(0.3, 1.02), title=title)
+    ax.set(xlabel="held-out accuracy (share of sequences)", xlim=(0.3, 1.02), title=title)
     ax.invert_yaxis()
+    ax.legend(marks.values(), marks.keys(), loc="lower left", fontsize="small")
 
 
 def heads_scatter(figure: Figure, cells: list[dict]) -> None:
@@ -358,18 +371,20 @@ def heads_scatter(figure: Figure, cells: list[dict]) -> None:
     ax.set(
         xlabel="weight entropy / log T (1: even)", ylabel="marker mass", xlim=(0, 1), ylim=(0, 1)
     )
-    ax.set_title("Two patterns: what each head looks at")
-    ax.legend()
+    ax.set_title("Two patterns: what each head looks at (one dot per seed and head)")
+    ax.legend(title="variant")
 
 
 def next_lesson_figures(heads: list[dict], order: list[dict]) -> dict[str, bytes]:
     """The next lesson's PNGs by file name."""
     figures = {
         "heads_accuracy.png": render(
-            partial(grid_accuracy, cells=heads, title="Two patterns: heads"), (8, 3.2)
+            partial(grid_accuracy, cells=heads, title="Two patterns: held-out accuracy by heads"),
+            (8, 3.6),
         ),
         "order_accuracy.png": render(
-            partial(grid_accuracy, cells=order, title="Order (orange: shuffled steps)"), (8, 5)
+            partial(grid_accuracy, cells=order, title="Order tasks: held-out accuracy by model"),
+            (8, 5),
         ),
     }
     with_heads = [cell for cell in heads if "heads" in cell]

@@ -21,9 +21,15 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.analysis.registry import RANDOM, competitors
+from pipeline.reporting.summary import interval
 from pipeline.tasks import task_module
 
 ATTENTION = "attention"
+CAPTIONS = {  # the figures' captions in report.md (pipeline/reporting/figures.py draws them)
+    "heads_accuracy.png": "Held-out accuracy per seed on the two-patterns task, one row per model",
+    "order_accuracy.png": "Held-out accuracy per seed on the order tasks, against shuffled steps",
+    "heads_mass_entropy.png": "Per seed and head: marker mass against the weights' entropy",
+}
 
 
 def is_heads_task(task: str) -> bool:
@@ -48,10 +54,6 @@ def experiments(cells: list[dict]) -> tuple[list[dict], list[dict]]:
     cells = ordered_cells(cells)
     heads = [c for c in cells if is_heads_task(c["task"])]
     return heads, [c for c in cells if not is_heads_task(c["task"])]
-
-
-def interval(summary: dict) -> str:
-    return f"{summary['mean']:.4f} ({summary['ci95_low']:.4f}-{summary['ci95_high']:.4f})"
 
 
 def hand_set(cell: dict) -> str:
@@ -130,14 +132,18 @@ def heads_reading(cells: list[dict]) -> list[str]:
         f"  It depends on the seed: one head's seeds range from {a['q05']:.3f} to "
         f"{a['q95']:.3f} (q05-q95), two heads' from {b['q05']:.3f} to {b['q95']:.3f}."
     )
-    for cell in cells:
-        if "heads" in cell:
-            lines.append(
-                f"- **Does a second head divide the work?** With {cell['variant']}, "
-                f"{cell['heads']['share_divided']:.0%} of seeds have one head focused on the "
-                f"marker (marker mass >= 0.5) and another spread out (entropy >= 0.75 of "
-                f"log T)."
-            )
+    divided = [
+        f"with {cell['variant']}, {cell['heads']['share_divided']:.0%} of seeds"
+        for cell in cells
+        if "heads" in cell
+    ]
+    if divided:
+        shares = "; ".join(divided)
+        lines.append(
+            f"- **Does a second head divide the work?** {shares[0].upper()}{shares[1:]} have "
+            "one head focused on the marker (marker mass >= 0.5) and another spread out "
+            "(entropy >= 0.75 of log T)."
+        )
     return lines
 
 
@@ -299,7 +305,7 @@ def next_lesson_section(cells: list[dict], images: list[str]) -> str:
         "",
         *faithfulness_reading(cells),
         "",
-        *[f"![{Path(image).stem}]({image})" for image in images],
+        *[f"![{CAPTIONS.get(Path(image).name, Path(image).stem)}]({image})" for image in images],
         "",
     ]
     return "\n".join(lines)

@@ -17,6 +17,12 @@ def columns() -> list[registry.Metric]:
     return [registry.METRICS[key] for key in registry.run_order() if key in shown]
 
 
+def interval(summary: dict) -> str:
+    """A mean and its 95% interval, the one form every report, log and doc uses:
+    `0.8283 [0.8011, 0.8546]` (a dash between two numbers would read as a minus)."""
+    return f"{summary['mean']:.4f} [{summary['ci95_low']:.4f}, {summary['ci95_high']:.4f}]"
+
+
 def study_line(summary: dict) -> str:
     """The seed study in one line (also what the study app and merge_study print)."""
     gap = summary["pair_gap"]

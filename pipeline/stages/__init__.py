@@ -63,6 +63,13 @@ def entry(main: Callable[[], None]) -> None:
     Ctrl-C (130) and SIGTERM (143) also end it with one line. Once the process that
     started the stage is gone, the stage replaces no file (pipeline.files).
     """
+    if sys.argv[1:] in (["-h"], ["--help"]):  # answered without reading or writing
+        module = sys.modules.get(main.__module__)
+        doc = (getattr(module, "__doc__", None) or "").strip()
+        name = getattr(module, "__spec__", None) and module.__spec__.name
+        print(f"usage: python -m {name or main.__module__}  (a DVC stage: `dvc repro` runs it)")
+        print(f"\n{doc}" if doc else "")
+        sys.exit(0)
     files.watch_launcher()
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)

@@ -18,6 +18,7 @@ from pipeline.errors import ConfigError
 from pipeline.files import write_json
 from pipeline.kinds import TASKS, VARIANTS
 from pipeline.memory import check_memory
+from pipeline.reporting.summary import interval
 from pipeline.stages import entry
 
 
@@ -40,8 +41,8 @@ def main(argv: list[str] | None = None) -> None:
     write_json(provenance.cell_path(cfg.paths.grid, args.task, args.variant), document)
     accuracy = document["heldout_accuracy"]
     print(
-        f"{args.task} x {args.variant}: held-out accuracy {accuracy['mean']:.4f} "
-        f"({accuracy['ci95_low']:.4f}-{accuracy['ci95_high']:.4f}) over {document['seeds']} seeds"
+        f"{args.task} x {args.variant}: held-out accuracy {interval(accuracy)} "
+        f"over {document['seeds']} seeds"
     )
 
 

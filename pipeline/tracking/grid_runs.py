@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pipeline.config import Config
 from pipeline.config.checks import GRID_SUFFIX
+from pipeline.reporting.summary import interval
 from pipeline.tracking.client import NewRun, log_once, source_tags
 from pipeline.tracking.state import nested_metrics, number_params, state_digest
 from pipeline.tracking.store import locked, store_uri
@@ -50,8 +51,7 @@ def _log_cell(uri: str, cfg: Config, cell: Config, document: dict, path: Path) -
             **tags,
             "version": name,
             "mlflow.note.content": (
-                f"{name}: held-out {accuracy['mean']:.4f} ({accuracy['ci95_low']:.4f}-"
-                f"{accuracy['ci95_high']:.4f}) over {document['seeds']} seeds"
+                f"{name}: held-out {interval(accuracy)} over {document['seeds']} seeds"
             ),
         }
         return NewRun(

@@ -1,0 +1,109 @@
+"""The README's numbers are the committed outputs': its `dvc repro` block is what the
+track stage prints on them, and every number of its answer is one the outputs hold
+(or carries the setting that made it)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from pipeline import tracking
+from pipeline.config import PROJECT_ROOT, load_params
+from pipeline.reporting import summary
+from pipeline.stages.track import ui_hint
+
+README = (PROJECT_ROOT / "README.md").read_text()
+REPORTS = PROJECT_ROOT / "reports"
+
+
+def section(title: str) -> str:
+    return README.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+
+
+def value(path: str):
+    """`file:key.key...` of a committed numbers file."""
+    name, keys = path.split(":")
+    found = json.loads((REPORTS / name).read_text())
+    for key in keys.split("."):
+        found = found[key]
+    return found
+
+
+# Each number of the README's answer, as the README writes it, and where it comes
+# from in the committed outputs.
+CLAIMS = [
+    ("Run 1 is accurate ({:.4f} held-out)", ["metrics.json:runs.1.heldout_accuracy"]),
+    ("scattered (marker mass {:.2f})", ["metrics.json:runs.1.marker_mass"]),
+    (
+        "run 2 ({:.4f}) puts {:.2f} of its weight",
+        ["metrics.json:runs.2.heldout_accuracy", "metrics.json:runs.2.marker_mass"],
+    ),
+    (
+        "happens {} times in run 1 and {} times in run 2",
+        [
+            "metrics.json:runs.1.high_weight_low_effect",
+            "metrics.json:runs.2.high_weight_low_effect",
+        ],
+    ),
+    (
+        "held-out accuracy has mean {:.4f} (95% interval [{:.4f}, {:.4f}])",
+        [
+            "study/summary.json:heldout_accuracy.mean",
+            "study/summary.json:heldout_accuracy.ci95_low",
+            "study/summary.json:heldout_accuracy.ci95_high",
+        ],
+    ),
+    (
+        "{:.1%} of seed pairs are at least {:.4f} apart",
+        ["study/summary.json:pair_gap.p_at_least_observed", "metrics.json:seed_gap"],
+    ),
+    ("(it beats {:.1%} of the seeds)", ["study/summary.json:lesson_seeds.1.percentile"]),
+    (
+        "is {:.2f} on run 1 and {:.2f} on run 2",
+        [
+            "faithfulness.json:runs.1.attention.tau_loo",
+            "faithfulness.json:runs.2.attention.tau_loo",
+        ],
+    ),
+    (
+        "on the marked step is {:.2f} and {:.2f}",
+        [
+            "faithfulness.json:runs.1.attention.hit_at_1",
+            "faithfulness.json:runs.2.attention.hit_at_1",
+        ],
+    ),
+    ("(a hand-set head scores {:.4f})", ["grid/two_patterns-lesson.json:hand_set_accuracy"]),
+    (
+        "single heads reach {:.2f} held-out and two heads {:.2f} over the committed "
+        "grid's {} seeds",
+        [
+            "grid/two_patterns-lesson.json:heldout_accuracy.mean",
+            "grid/two_patterns-multihead2.json:heldout_accuracy.mean",
+            "grid/two_patterns-lesson.json:seeds",
+        ],
+    ),
+]
+
+
+def test_the_repro_block_is_what_the_track_stage_prints():
+    block = section("What `dvc repro` prints").split("```\n", 2)[1].split("```", 1)[0]
+    cfg = load_params()
+    metrics = json.loads((REPORTS / "metrics.json").read_text())
+    study = json.loads((REPORTS / "study/summary.json").read_text())
+    printed = summary.answer(cfg, metrics, study, ui_hint(cfg, tracking.store_uri(cfg.tracking)))
+    assert block.strip("\n") == printed.strip("\n")
+
+
+def test_every_number_of_the_answer_is_the_committed_outputs():
+    """Each claim, written from the committed numbers, is in the README's answer; the
+    answer has no other decimal (the 1000-seed figures name their setting)."""
+    text = " ".join(section("The answer").split())
+    for claim, paths in CLAIMS:
+        written = claim.format(*(value(path) for path in paths))
+        assert written in text, written
+    claimed = " ".join(claim for claim, _ in CLAIMS)
+    text = re.sub(r"\([^()]*grid\.seeds=1000[^()]*\)", "", text)  # another setting's
+    decimals = re.findall(r"(?<![\w.])\d+\.\d+%?", text)
+    count = claimed.count("{:.")
+    settings = {"0.5", "0.05"}  # eval.high_weight and eval.low_effect
+    assert len([d for d in decimals if d not in settings]) == count, decimals
