@@ -37,9 +37,11 @@ class Metric:
 
     @property
     def column(self) -> str:
-        """A name for wide tables (pipeline history, pipeline compare): the short label
-        as one word ("held-out" heldout, "marker mass" marker_mass)."""
-        return re.sub(r"[^a-z0-9]+", "_", self.short.lower().replace("-", "")).strip("_")
+        """A name for wide tables (`python -m pipeline history`, `compare`): the short
+        label as one word, held-out spelled as in the keys ("held-out" heldout,
+        "marker mass" marker_mass, "top-weight effect" top_weight_effect)."""
+        word = self.short.lower().replace("held-out", "heldout")
+        return re.sub(r"[^a-z0-9]+", "_", word).strip("_")
 
 
 # In the order of the study's summary and the report's rows; metrics.json lists a

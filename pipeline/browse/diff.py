@@ -60,7 +60,7 @@ def signed(value) -> str:
 def headline_table(changes: dict, rev: str) -> list[str]:
     """Every headline metric as one row: old, new and change (Markdown)."""
     rows = [f"| metric | {rev} | workspace | change |", "|---|---:|---:|---:|"]
-    for key, values in changes.items():
+    for key, values in sorted(changes.items()):
         old, new = values.get("old"), values.get("new")
         change = values.get("diff")
         if change is None and isinstance(old, (int, float)) and isinstance(new, (int, float)):
