@@ -81,6 +81,16 @@ def dies_with_this_process(signum: int) -> Callable[[], None] | None:
     return preexec
 
 
+def glibc() -> ctypes.CDLL | None:
+    """The C library where it is glibc on Linux; None elsewhere (musl, macOS)."""
+    if sys.platform != "linux":
+        return None
+    try:
+        return ctypes.CDLL("libc.so.6")
+    except OSError:
+        return None
+
+
 @cache  # once per process: the setting is process-wide
 def keep_freed_memory() -> None:
     """Let glibc keep freed memory for reuse instead of returning it to the kernel.
@@ -91,24 +101,16 @@ def keep_freed_memory() -> None:
     page faults and 24.6 s by default, 0.13M and 19.7 s with these settings. Peak
     memory does not grow (freed memory is reused, not added). Linux/glibc only.
     """
-    if sys.platform != "linux":
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc (musl)
-        return
-    libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's upper bound for this setting
-    libc.mallopt(M_TRIM_THRESHOLD, 256 << 20)
+    libc = glibc()
+    if libc is not None:
+        libc.mallopt(M_MMAP_THRESHOLD, 32 << 20)  # glibc's upper bound for this setting
+        libc.mallopt(M_TRIM_THRESHOLD, 256 << 20)
 
 
 def release_freed_memory() -> None:
     """Return the heap's freed pages to the kernel (glibc's malloc_trim), between two
     phases of a process: what the first freed then does not add to the second's peak.
     Linux/glibc only."""
-    if sys.platform != "linux":
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-    except OSError:  # not glibc (musl)
-        return
-    libc.malloc_trim(0)
+    libc = glibc()
+    if libc is not None:
+        libc.malloc_trim(0)

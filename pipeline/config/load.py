@@ -55,23 +55,28 @@ def run_hydra_app(main: Callable[[], None]) -> None:
 HYDRA_DIRS = ("hydra.run.dir", "hydra.sweep.dir")
 
 
+def parsed_overrides(argv: list[str]) -> list:
+    """The command line's overrides as Hydra parses them; none where Hydra's grammar
+    refuses them (Hydra then reports its own error)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    try:
+        return OverridesParser.create().parse_overrides(
+            [arg for arg in argv if not arg.startswith("-")]
+        )
+    except HydraException:
+        return []
+
+
 def check_hydra_dirs(argv: list[str]) -> None:
     """Refuse a Hydra output folder inside the project's outputs or sources before Hydra
     creates it: `hydra.run.dir=reports` made `pipeline.run` replace reports/metrics.json.
     A folder outside the project is the caller's choice, as Hydra's own default is
     (docs/reliability.md says why)."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
     from pipeline.files import PROTECTED_DIRS, protected
 
-    try:
-        overrides = OverridesParser.create().parse_overrides(
-            [arg for arg in argv if not arg.startswith("-")]
-        )
-    except HydraException:
-        return  # Hydra reports its own grammar errors
-    for override in overrides:
+    for override in parsed_overrides(argv):
         if override.key_or_group not in HYDRA_DIRS or override.is_sweep_override():
             continue
         literal = str(override.value()).split("${", 1)[0]  # before an interpolation
@@ -87,16 +92,7 @@ def check_hydra_dirs(argv: list[str]) -> None:
 def check_group_options(argv: list[str], conf_dir: Path = CONF_DIR) -> None:
     """Refuse an option of a config group that conf/ does not have (`model=nope`) in one
     line naming the ones it has, where Hydra prints some 15 lines."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-    from hydra.errors import HydraException
-
-    try:
-        overrides = OverridesParser.create().parse_overrides(
-            [arg for arg in argv if not arg.startswith("-")]
-        )
-    except HydraException:
-        return  # Hydra reports its own grammar errors
-    for override in overrides:
+    for override in parsed_overrides(argv):
         group = conf_dir / override.key_or_group
         if "." in override.key_or_group or not group.is_dir() or override.is_delete():
             continue
