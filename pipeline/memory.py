@@ -201,14 +201,15 @@ def study_terms(cfg: Config, seeds: int, seeds_key: str, sets: int = 1) -> list[
 def battery_terms(cfg: Config, runs: int, runs_key: str, heap: float = 1.0) -> list[MemoryTerm]:
     """The faithfulness battery (pipeline/analysis/faithfulness.py) on `runs` runs:
     integrated gradients' path, and the rest beside it; `heap`, what its many chunks
-    leave in the heap, as a factor. Over many chunks, two chunks' worth count even
-    on one thread: the heap the last chunk freed is still held when the next one
-    allocates (measured on one thread: the faithfulness stage at 1129 MiB, where
-    one chunk's worth said 1095)."""
+    leave in the heap, as a factor. Over many chunks, one and a half chunks' worth
+    count even on one thread: part of the heap the last chunk freed is still held
+    when the next one allocates (measured on one thread: the faithfulness stage at
+    1129 MiB where one chunk's worth said 1095, the multihead configuration's at
+    637 MiB where two chunks' worth said 1391)."""
     per_ig_step, once = (math.ceil(values * heap) for values in battery_values(cfg.model))
     in_flight = at_once(BATTERY_RUNS, runs)
     if heap > 1.0:
-        in_flight = max(in_flight, min(runs, 2 * BATTERY_RUNS))
+        in_flight = max(in_flight, min(runs, BATTERY_RUNS * 3 // 2))
     shared = (
         ("runs", runs_key, in_flight),
         ("held-out", "data.split", cfg.data.split[2]),
