@@ -35,7 +35,7 @@ CHROMIUM_ARGS = [
 
 
 @contextmanager
-def chromium_page(owner: Login | None = None, width: int = 1500, height: int = 900):
+def chromium_page(owner: Login | None = None, width: int = 1440, height: int = 900):
     """A playwright page in headless Debian chromium; with `owner`, it answers the
     server's login dialog as the owner would."""
     from playwright.sync_api import sync_playwright
@@ -69,7 +69,7 @@ def open_gap_view(page, base: str, experiment: str) -> None:
 def wait_for_gap_table(page) -> None:
     """The saved gap view's table: grouped by version, its gap columns loaded."""
     page.get_by_text("Group by: version").first.wait_for(timeout=120_000)
-    gap_cells(page, "gap/seed_gap_sequences").first.wait_for(timeout=120_000)
+    gap_cells(page, "gap/sequences").first.wait_for(timeout=120_000)
 
 
 def gap_cells(page, metric: str):
@@ -114,7 +114,7 @@ def screenshots(store: Path, artifacts: Path, out: Path, experiment: str) -> lis
         page.wait_for_timeout(2000)
         page.screenshot(path=shots[0])
         show_chart_view(page)
-        chart_labels(page, "gap/seed_gap_sequences")
+        chart_labels(page, "gap/sequences")
         page.wait_for_timeout(3000)
         page.screenshot(path=shots[1])
         show_charts(page, "train/loss")

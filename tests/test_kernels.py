@@ -5,8 +5,9 @@ Another machine cannot be had here; what a machine changes is which kernels run.
 So the lesson stages run full-size under torch's scalar, AVX2 and AVX-512 paths,
 MKL's automatic path, numba compiling for this host, on one thread and two, and
 must give the committed bytes; the study, the battery and grid cells run small
-under the same paths and must agree with each other. The slow tier runs the whole
-pipeline full-size under the path furthest from the pin.
+under the same paths and must agree with each other. The slow tier's one full-size
+check (tests/test_committed_outputs.py) runs the whole pipeline under the path
+furthest from the pin.
 """
 
 from __future__ import annotations
@@ -130,20 +131,3 @@ def test_the_study_battery_and_grid_cells_agree_under_every_kernel_path():
         for path in KERNEL_PATHS
     }
     assert len(set(digests.values())) == 1, digests
-
-
-@pytest.mark.slow
-def test_a_fresh_clone_gives_the_committed_bytes_on_the_path_furthest_from_the_pin(tmp_path):
-    """`dvc repro --force` full-size under AVX-512, MKL's own path, numba for this
-    host and two threads: git status stays clean (test_committed_outputs.py runs
-    the same on the pinned path)."""
-    repo = clone_project(tmp_path / "project")
-    result = subprocess.run(
-        ["dvc", "repro", "--force"],
-        cwd=repo,
-        env=kernel_env("avx512-host-2threads"),
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    assert changed_files(repo) == []

@@ -48,22 +48,58 @@ def two_versions(default_cfg, tmp_path, monkeypatch) -> Path:
     return store
 
 
+# The first run of `pattern` in an element's text: whether it is drawn whole, inside
+# the element's box (the grid clips a cell's overflow) and inside the window.
+DRAWN_WHOLE = """(element, pattern) => {
+  const box = element.getBoundingClientRect();
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const match = node.textContent.match(new RegExp(pattern));
+    if (!match) continue;
+    const range = document.createRange();
+    range.setStart(node, match.index);
+    range.setEnd(node, match.index + match[0].length);
+    const drawn = range.getBoundingClientRect();
+    return [match[0], drawn.right <= box.right && box.right <= window.innerWidth];
+  }
+  return null;
+}"""
+
+
+def drawn_whole(locator, pattern: str) -> list[tuple[str, bool]]:
+    """(text, drawn whole) for each element of `locator` whose text matches `pattern`."""
+    found = [element.evaluate(DRAWN_WHOLE, pattern) for element in locator.all()]
+    return [tuple(each) for each in found if each is not None]
+
+
+def assert_the_gap_and_the_counts_read_whole(page) -> None:
+    """At 1440 x 900 (chromium_page's window), in every row of the gap columns,
+    a group's "(average)" beside it: each number and each column's name whole."""
+    for metric in ("gap/seed_gap", "gap/sequences"):
+        header = page.locator(f'[role="columnheader"][col-id="metrics.`{metric}`"]')
+        assert drawn_whole(header, metric) == [(metric, True)]
+        numbers = drawn_whole(gap_cells(page, metric), r"\d[\d.]*")
+        assert len(numbers) == 4, numbers  # two versions: the parent and its group row
+        assert all(whole for _, whole in numbers), numbers
+
+
 def assert_the_gap_of_each_version_shows(page) -> None:
     """The saved gap view in a fresh browser: no Assistant panel over the table;
     the two versions' gaps apart in the table (19 and 20 sequences, 0.1056 and
-    0.1111) and in the charts (bars labelled 19.00 and 20.00, where gap/seed_gap's
-    read 0.11 twice)."""
+    0.1111), whole at 1440 x 900, and in the charts (bars labelled 19.00 and 20.00,
+    where gap/seed_gap's read 0.11 twice)."""
     assert page.get_by_text("MLflow Assistant").count() == 0
     for version in ("lesson-main", "lower-lr", "lower-lr / seed 2"):
         assert page.get_by_text(version, exact=True).first.is_visible()
     page.get_by_text("train.lr 0.6\u21920.3; gap 0.1111").first.wait_for(timeout=60_000)
-    sequences = gap_cells(page, "gap/seed_gap_sequences")
+    sequences = gap_cells(page, "gap/sequences")
     assert sorted(t for t in sequences.all_text_contents() if t in ("19", "20")) == ["19", "20"]
     assert sequences.filter(has_text="19").first.is_visible()
     gaps = " ".join(gap_cells(page, "gap/seed_gap").all_text_contents())
-    assert "0.10555" in gaps and "0.11111" in gaps
+    assert "0.1056" in gaps and "0.1111" in gaps
+    assert_the_gap_and_the_counts_read_whole(page)
     show_chart_view(page)
-    assert sorted(chart_labels(page, "gap/seed_gap_sequences")) == ["19.00", "20.00"]
+    assert sorted(chart_labels(page, "gap/sequences")) == ["19.00", "20.00"]
     assert chart_labels(page, "gap/seed_gap") == ["0.11", "0.11"]  # why the count is there
 
 

@@ -17,6 +17,7 @@ from pipeline.config import PARAMS_FILE, Config
 from pipeline.tracking import record
 from pipeline.tracking.client import NewRun, log_once, log_run, source_tags
 from pipeline.tracking.state import (
+    GAP_DECIMALS,
     PipelineState,
     baseline_config,
     changed_params,
@@ -47,11 +48,12 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
     heldout = [run["heldout_accuracy"] for run in document["runs"].values()]
     values = {name: document[key] for key, name in GAP_METRICS.items() if key in document}
     values["gap/heldout_min"], values["gap/heldout_max"] = min(heldout), max(heldout)
+    values = {name: round(value, GAP_DECIMALS) for name, value in values.items()}
     if "seed_gap" in document:
         # The UI's chart labels round to 2 decimals (0.1056 and 0.1111 both read 0.11):
         # the gap as a count of held-out sequences (19 against 20) tells them apart.
         sequences = document["seed_gap"] * state.cfg.data.split[2]
-        values["gap/seed_gap_sequences"] = round(sequences)
+        values["gap/sequences"] = round(sequences)
     values.update(nested_metrics(document["data"], "data/"))
     for key, value in document.items():
         if key not in ("data", "runs", *GAP_METRICS):

@@ -9,7 +9,13 @@ from pathlib import Path
 from pipeline.config import Config
 from pipeline.reporting.summary import study_line
 from pipeline.tracking.client import NewRun, log_once, source_tags
-from pipeline.tracking.state import nested_metrics, number_params, state_digest, version_label
+from pipeline.tracking.state import (
+    GAP_DECIMALS,
+    nested_metrics,
+    number_params,
+    state_digest,
+    version_label,
+)
 from pipeline.tracking.store import locked, store_uri
 
 
@@ -40,7 +46,7 @@ def _log_study_locked(
             "mlflow.note.content": study_note(summary),
         }
         values = {
-            "gap/seed_gap": summary["pair_gap"]["observed"],
+            "gap/seed_gap": round(summary["pair_gap"]["observed"], GAP_DECIMALS),
             **nested_metrics(summary, "study/"),
         }
         return NewRun(

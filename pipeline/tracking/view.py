@@ -3,7 +3,7 @@
 MLflow's UI restores a runs view saved as the experiment tag
 mlflow.sharedViewState.<key>: the gap columns, the descriptions, and seed runs
 grouped by version (mean line, min-max band in charts); its charts are the gap
-twice, gap/seed_gap (bars labelled at 2 decimals) and gap/seed_gap_sequences.
+twice, gap/seed_gap (bars labelled at 2 decimals) and gap/sequences.
 #/experiments/<id>/runs?viewStateShareKey=gap opens it, and the Views menu lists
 it: the menu shows only tags in its saved-view envelope (name, createdAt, the
 state as a JSON string); the link opens the envelope and a bare state alike.
@@ -16,15 +16,7 @@ import json
 GAP_VIEW = "gap"
 VIEW_TAG = f"mlflow.sharedViewState.{GAP_VIEW}"
 GAP_VIEW_STATE = {
-    "selectedColumns": [
-        f"metrics.`{name}`"
-        for name in (
-            "gap/seed_gap",
-            "gap/seed_gap_sequences",
-            "gap/heldout_min",
-            "gap/heldout_max",
-        )
-    ]
+    "selectedColumns": [f"metrics.`{name}`" for name in ("gap/seed_gap", "gap/sequences")]
     + ["attributes.`Description`"],
     # Completely logged runs only: a run that an interrupted log left (KILLED) never
     # counts in the gap.
@@ -35,7 +27,9 @@ GAP_VIEW_STATE = {
         "aggregateFunction": "average",
         "groupByKeys": [{"mode": "tag", "groupByData": "version"}],
     },
-    "chartsSearchFilter": "gap/seed_gap",
+    # The UI's chart search matches a substring: gap/seed_gap and gap/sequences, not
+    # the held-out accuracies (gap/heldout_*).
+    "chartsSearchFilter": "gap/se",
     "runsHiddenMode": "SHOW_ALL",
 }
 VIEW_VALUE = json.dumps(
@@ -52,7 +46,7 @@ def save_view(client, experiment_id: str, tags: dict[str, str] | None) -> None:
 
 def save_gap_view(uri: str, experiment_id: str) -> None:
     """Write the current gap view onto the experiment: a store logged before the view
-    was listed in the Views menu, or before it charted gap/seed_gap_sequences, gets
+    was listed in the Views menu, or before it charted gap/sequences, gets
     it without a new run."""
     from mlflow.tracking import MlflowClient
 
