@@ -10,14 +10,24 @@ A test registers a toy kind or task with `register_model` or `register_task`.
 
 from __future__ import annotations
 
+import pkgutil
+from pathlib import Path
 from types import ModuleType
 
 MODEL_KINDS: dict[str, str | ModuleType] = {
     kind: f"pipeline.models.{kind}" for kind in ("lesson", "sink", "multihead", "posenc", "window")
 }
-TASKS: dict[str, str | ModuleType] = {
-    kind: f"pipeline.tasks.{kind}" for kind in ("lesson", "two_patterns", "first_half", "rise")
-}
+
+
+def task_modules() -> dict[str, str]:
+    """Every module of pipeline/tasks/ is a task, `task.kind` its file name: found by
+    file, none imported. The lesson's first, the others by name."""
+    found = pkgutil.iter_modules([str(Path(__file__).parent / "tasks")])
+    names = sorted((info.name != "lesson", info.name) for info in found if not info.ispkg)
+    return {name: f"pipeline.tasks.{name}" for _, name in names}
+
+
+TASKS: dict[str, str | ModuleType] = task_modules()
 # A model kind with the one setting that matters on a task (its heads, its
 # encoding, its window width): the grid's cells and the capacity table name these.
 VARIANTS: dict[str, dict] = {

@@ -270,6 +270,7 @@ def small_overrides() -> list[str]:
         "study.seeds=4",
         "study.bootstrap=20",
         "grid.seeds=2",
+        "grid.epochs=30",
     ]
 
 

@@ -11,11 +11,12 @@ from conftest import small_overrides
 from pipeline import data
 from pipeline.analysis import capacity, faithfulness, grid, seed_study
 from pipeline.analysis.registry import SCORES, model_scores
-from pipeline.config import compose, validate
+from pipeline.config import ConfigError, compose, validate
+from pipeline.config.cells import cell_config
 from pipeline.models import frames
 from pipeline.reporting.next_lesson import next_lesson_section
 
-SMALL = [*small_overrides(), "grid.seeds=3", "train.epochs=10"]
+SMALL = [*small_overrides(), "grid.seeds=3", "train.epochs=10", "grid.epochs=10"]
 
 
 @pytest.fixture(scope="module")
@@ -262,7 +263,7 @@ def test_each_cell_is_one_parent_run_tagged_with_task_and_model(cfg, store, tmp_
     [
         (
             "{task:nope,variant:lesson}",
-            r"grid.cells.bad.task='nope': allowed: lesson, two_patterns",
+            r"grid.cells.bad.task='nope': allowed: lesson, first_half, rise, two_patterns",
         ),
         (
             "{task:rise,variant:transformer}",
@@ -275,3 +276,28 @@ def test_a_cell_of_an_unknown_task_or_variant_is_refused_in_one_line(cell, messa
 
     with pytest.raises(ConfigError, match=message):
         validate(compose([f"+grid.cells.bad={cell}"]))
+
+
+def test_a_cell_trains_as_the_grid_says_not_as_the_lesson_does():
+    """The grid's own epochs and rate (the baseline's): an experiment on the lesson's
+    training leaves the cells as they are; one on the grid's moves them."""
+    lesson_moved = cell_config(
+        validate(compose(["train.lr=0.3", "train.epochs=50"])), "rise", "lesson"
+    )
+    assert (lesson_moved.train.lr, lesson_moved.train.epochs) == (0.6, 200)
+    grid_moved = cell_config(validate(compose(["grid.lr=0.3", "grid.epochs=50"])), "rise", "lesson")
+    assert (grid_moved.train.lr, grid_moved.train.epochs) == (0.3, 50)
+    assert grid_moved.train.seeds == [1, 2] and grid_moved.data == validate(compose([])).data
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("grid.lr=0", "invalid config value grid.lr=0.0: must be a finite number > 0"),
+        ("grid.epochs=0", "invalid config value grid.epochs=0: must be in 1..100000"),
+    ],
+)
+def test_the_grid_s_training_is_checked(override, message):
+    with pytest.raises(ConfigError) as error:
+        validate(compose([override]))
+    assert str(error.value).startswith(message)

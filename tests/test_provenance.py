@@ -234,8 +234,13 @@ def test_ctrl_c_between_two_renames_waits_until_the_stage_and_its_record_are_out
             os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C right after the first rename
 
     monkeypatch.setattr(files, "_publish", publish_then_ctrl_c)
-    with pytest.raises(KeyboardInterrupt):
-        train.main()
+    # Python's own Ctrl-C, whatever an earlier test in this worker left installed
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            train.main()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert len(renames) == 3  # parameters and curves, then the record
     changed = {k for k, v in outputs(workdir).items() if before.get(k) != v}
     cfg = load_params()

@@ -59,7 +59,9 @@ def test_an_unknown_task_is_refused_in_one_line():
     from pipeline.config import compose, validate
     from pipeline.errors import ConfigError
 
-    with pytest.raises(ConfigError, match=r"task.kind='nope'.*allowed: lesson, two_patterns"):
+    with pytest.raises(
+        ConfigError, match=r"task.kind='nope'.*allowed: lesson, first_half, rise, two_patterns"
+    ):
         validate(compose(["task.kind=nope"]))
 
 

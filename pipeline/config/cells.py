@@ -1,5 +1,5 @@
 """The configs of the next lesson's grid cells: a task and a named model variant
-(pipeline/kinds.py) on the lesson's settings."""
+(pipeline/kinds.py) on the lesson's settings, trained as grid.epochs and grid.lr say."""
 
 from __future__ import annotations
 
@@ -15,5 +15,9 @@ def variant_config(variant: str, base: ModelConfig) -> ModelConfig:
 
 
 def cell_config(cfg: Config, task: str, variant: str) -> Config:
-    """A grid cell's config: the task and the model variant on the lesson's settings."""
-    return replace(cfg, task=TaskConfig(kind=task), model=variant_config(variant, cfg.model))
+    """A grid cell's config: the task and the model variant on the lesson's settings,
+    with the grid's own epochs and learning rate."""
+    train = replace(cfg.train, epochs=cfg.grid.epochs, lr=cfg.grid.lr)
+    return replace(
+        cfg, task=TaskConfig(kind=task), model=variant_config(variant, cfg.model), train=train
+    )

@@ -303,6 +303,8 @@ def _check_values(cfg: Config) -> None:
         allowed = f"allowed: {', '.join(VARIANTS)}"
         _check(cell.variant in VARIANTS, f"{key}.variant", allowed, cell.variant)
     _check(grid.seeds >= 2, "grid.seeds", "must be an integer >= 2", grid.seeds)
+    _check(0 < grid.epochs <= MAX_EPOCHS, "grid.epochs", f"must be in 1..{MAX_EPOCHS}", grid.epochs)
+    _check(0 < grid.lr < math.inf, "grid.lr", "must be a finite number > 0", grid.lr)
     _check(0 < grid.solved <= 1, "grid.solved", "must be in (0, 1]", grid.solved)
     _check(
         grid.faithfulness_seeds >= 1,

@@ -151,6 +151,11 @@ class GridConfig:
     solved: float = 0.95  # a seed solves the task at this held-out accuracy
     shuffle_seed: int = 0  # the shuffled-steps control's permutations
     faithfulness_seeds: int = 100  # each cell's first seeds through the faithfulness battery
+    # The cells' training: the lesson's baseline, set here rather than read from train.
+    # So an experiment on the lesson's training (`-S train.lr=0.3`) leaves the grid as
+    # it is; `-S grid.lr=0.3` moves the grid's.
+    epochs: int = 200
+    lr: float = 0.6
 
 
 @dataclass

@@ -1,5 +1,5 @@
-"""Tasks as plug-ins: `task.kind` names a module, found through
-`pipeline.kinds.TASKS`.
+"""Tasks as plug-ins: `task.kind` names a module of this folder, found by its file
+name (`pipeline.kinds.TASKS`).
 
 Every task draws the lesson's sequences (pipeline/data.py: the same stream, the
 same readings and marked step) and labels them by its own rule. A task module
@@ -19,8 +19,8 @@ offers, without torch:
   section (the default: "order");
 - a docstring with the rule, its rationale and which faithfulness metrics apply.
 
-A new task is one module, its name in pipeline/kinds.py, and one YAML in
-conf/task/.
+A new task is one module here and one YAML in conf/task/ (its cells in
+conf/grid/lesson.yaml as well).
 """
 
 from __future__ import annotations
