@@ -23,20 +23,63 @@ def run(args: list[str], cwd) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.parametrize(
-    "args",
-    [["-m", f"pipeline.stages.{stage}", "--help"] for stage in STAGES]
-    + [["-m", "pipeline", command, "--help"] for command in COMMANDS]
-    + [["-m", "pipeline.run", "--help"], ["-m", "pipeline.study", "--help"]],
-    ids=lambda args: " ".join(args[1:-1]),
+HELP_ARGS = (
+    [[f"pipeline.stages.{stage}", "--help"] for stage in STAGES]
+    + [["pipeline", command, "--help"] for command in COMMANDS]
+    + [["pipeline.run", "--help"], ["pipeline.study", "--help"]]
 )
-def test_every_command_answers_help_and_touches_nothing(args, tmp_path):
-    """Run from an empty folder: a command that did its work would fail there (no
-    params.yaml) or leave files behind."""
-    result = run(args, tmp_path)
+
+# One interpreter imports the project once, then forks a child per command that
+# runs it as `python -m MODULE ARGS` would (runpy), in an empty folder of its own,
+# its stdout and stderr to files: {command: [exit code, stdout, stderr]}.
+FORKED_COMMANDS = """
+import contextlib, json, os, runpy, sys
+from pathlib import Path
+import pipeline.stages, torch  # noqa: F401  (imported once, before the forks)
+root, commands, results = Path(sys.argv[1]), json.loads(sys.argv[2]), {}
+for number, (module, *args) in enumerate(commands):
+    folder = root / str(number)
+    folder.mkdir()
+    out, err = root / f"{number}.out", root / f"{number}.err"
+    pid = os.fork()
+    if pid == 0:
+        os.chdir(folder)
+        with open(out, "w") as stdout, open(err, "w") as stderr:
+            os.dup2(stdout.fileno(), 1), os.dup2(stderr.fileno(), 2)
+        sys.argv, code = [module, *args], 0
+        try:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        except SystemExit as exit_:
+            code = exit_.code if isinstance(exit_.code, int) else 1
+        except BaseException:
+            import traceback
+            traceback.print_exc()
+            code = 1
+        with contextlib.suppress(Exception):
+            sys.stdout.flush(), sys.stderr.flush()
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    results[" ".join(args[:-1]) or module] = [
+        os.waitstatus_to_exitcode(status), out.read_text(), err.read_text(),
+        sorted(path.name for path in folder.iterdir()),
+    ]
+print(json.dumps(results))
+"""
+
+
+def test_every_command_answers_help_and_touches_nothing(tmp_path):
+    """Each run from an empty folder: a command that did its work would fail there
+    (no params.yaml) or leave files behind."""
+    import json
+
+    result = run(["-c", FORKED_COMMANDS, str(tmp_path), json.dumps(HELP_ARGS)], tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() and "Traceback" not in result.stderr
-    assert list(tmp_path.iterdir()) == []
+    answers = json.loads(result.stdout)
+    assert len(answers) == len(HELP_ARGS)
+    for command, (code, stdout, stderr, left) in answers.items():
+        assert code == 0, (command, stderr)
+        assert stdout.strip() and "Traceback" not in stderr, (command, stdout, stderr)
+        assert left == [], (command, left)
 
 
 def test_the_params_command_answers_help_without_rewriting_params_yaml():

@@ -337,9 +337,10 @@ def test_the_readme_gives_the_way_back():
 
 def test_queued_experiments_all_run(repo):
     subprocess.run(["git", "checkout", "params.yaml"], cwd=repo, check=True)
-    # Settings that rerun few stages: the queue, not the pipeline, is under test.
-    dvc(repo, "exp", "run", "--queue", "-S", "faithfulness.order_seed=1")
-    dvc(repo, "exp", "run", "--queue", "-S", "faithfulness.order_seed=2")
+    # Settings that rerun few stages (evaluate, study, report, track): the queue, not
+    # the pipeline, is under test.
+    dvc(repo, "exp", "run", "--queue", "-S", "eval.low_effect=0.06")
+    dvc(repo, "exp", "run", "--queue", "-S", "eval.low_effect=0.07")
     subprocess.run(
         ["dvc", "queue", "start", "-j", "2"],
         cwd=repo,
