@@ -214,9 +214,23 @@ def assert_golden(document: dict) -> None:
     assert document["parameters"] == 19
 
 
-# The longest test files first: pytest-xdist hands out whole files (--dist loadfile)
-# in collection order, so these start at once, on different workers.
-LONGEST_FIRST = ["test_pipeline_dvc.py", "test_sweep.py", "test_ui.py", "test_committed_outputs.py"]
+# The longest test files first, longest to shortest (measured on 2 cores: the slow
+# tier's, then the fast tier's): pytest-xdist hands out whole files (--dist loadfile)
+# in collection order, so these start at once, on different workers, and no long
+# file starts last.
+LONGEST_FIRST = [
+    "test_pipeline_dvc.py",
+    "test_sweep.py",
+    "test_memory.py",
+    "test_committed_outputs.py",
+    "test_ui.py",
+    "test_kernels.py",
+    "test_tracking.py",
+    "test_config.py",
+    "test_report.py",
+    "test_commands.py",
+    "test_stages.py",
+]
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
