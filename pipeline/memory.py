@@ -63,6 +63,10 @@ MANY_CHUNKS_HEAP = 1.3
 # chunks were slower per run on 1-2 CPU threads (memory traffic), smaller ones add
 # per-call overhead.
 BATTERY_RUNS = 16
+# From this many chunks on, the heap the battery's chunks leave grows by half a
+# chunk (on one thread, measured: 1000 seeds, 63 chunks, peaked at 690 to 1129 MiB;
+# 250 seeds of multihead, 16 chunks, at 553 to 637 MiB, one chunk's worth).
+MANY_CHUNKS = 32
 
 
 @dataclass(frozen=True)
@@ -205,14 +209,14 @@ def study_terms(cfg: Config, seeds: int, seeds_key: str, sets: int = 1) -> list[
 def battery_terms(cfg: Config, runs: int, runs_key: str, heap: float = 1.0) -> list[MemoryTerm]:
     """The faithfulness battery (pipeline/analysis/faithfulness.py) on `runs` runs:
     integrated gradients' path, and the rest beside it; `heap`, what its many chunks
-    leave in the heap, as a factor. Over many chunks, one and a half chunks' worth
-    count even on one thread: part of the heap the last chunk freed is still held
-    when the next one allocates (measured on one thread: the faithfulness stage at
-    1129 MiB where one chunk's worth said 1095, the multihead configuration's at
-    637 MiB where two chunks' worth said 1391)."""
+    leave in the heap, as a factor. Over more than MANY_CHUNKS chunks, one and a half
+    chunks' worth count even on one thread: part of the heap the last chunk freed is
+    still held when the next one allocates (measured on one thread: the faithfulness
+    stage at 1129 MiB where one chunk's worth said 1095; the multihead
+    configuration's, 16 chunks, at 553 to 637 MiB)."""
     per_ig_step, once = (math.ceil(values * heap) for values in battery_values(cfg.model))
     in_flight = at_once(BATTERY_RUNS, runs)
-    if heap > 1.0:
+    if heap > 1.0 and runs > MANY_CHUNKS * BATTERY_RUNS:
         in_flight = max(in_flight, min(runs, BATTERY_RUNS * 3 // 2))
     shared = (
         ("runs", runs_key, in_flight),
