@@ -21,7 +21,6 @@ that compute nothing do not.
 from __future__ import annotations
 
 import math
-import sys
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,10 +46,7 @@ PROCESS_BYTES = 480 * 2**20
 # and 133 MiB (benchmarks/bench_memory.py, 2 cores).
 LIGHT_PROCESS_BYTES = 200 * 2**20
 LIGHT_STAGES = ("generate",)
-# Per thread that trains or explains (the main thread when one computes, else each
-# of ours): its torch and numba state and its heap arena. Measured: 200 MiB for our
-# two threads; on one thread the jobs run in turn on the main thread.
-THREAD_BYTES = 100 * 2**20
+THREADS_BYTES = 200 * 2**20
 TRAINING_STAGES = ("study", "faithfulness")  # stages whose work runs on our threads
 # The faithfulness stage runs the battery over every study seed, 16 at a time:
 # glibc's heap grows over its many chunks (measured: 1.47x one pair's peak for the
@@ -291,8 +287,7 @@ def stage_bytes(stage: str, terms: list[MemoryTerm]) -> int:
     trains or explains, what it keeps throughout, and its largest phase (training,
     then the battery: a grid cell frees the one, and returns the freed heap to the
     kernel (`processes.release_freed_memory`), before the other starts)."""
-    computing = stage in TRAINING_STAGES or stage.startswith("grid@")
-    threads = THREAD_BYTES * workers(sys.maxsize) if computing else 0
+    threads = THREADS_BYTES if stage in TRAINING_STAGES or stage.startswith("grid@") else 0
     kept = sum(term.bytes for term in terms if not term.phase)
     phases: dict[str, int] = {}
     for term in terms:
