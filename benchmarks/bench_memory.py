@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -78,6 +80,33 @@ def peak_rss(command: list[str], cwd: Path) -> int:
         if result.returncode != 0:
             raise RuntimeError(f"{' '.join(command[2:])} failed: {result.stderr[-2000:]}")
         return int(peak.read()) * 1024  # KiB on Linux
+
+
+def measuring_path(folder: Path) -> str:
+    """A PATH whose `python` runs each command under LAUNCHER, its peak written to
+    `folder`: a whole `dvc repro` measured stage by stage (DVC starts each stage's
+    `python -m pipeline.stages.<stage>` from PATH). Read it with `peaks_by_stage`."""
+    shim = folder / "bin" / "python"
+    shim.parent.mkdir(parents=True, exist_ok=True)
+    shim.write_text(
+        "#!/bin/sh\n"
+        f'name=$(printf "%s@" "$@" | tr "/" "_")\n'
+        f'exec {shlex.quote(sys.executable)} -c {shlex.quote(LAUNCHER)} '
+        f'"{folder}/$name.peak" {shlex.quote(sys.executable)} "$@"\n'
+    )
+    shim.chmod(0o755)
+    return f"{shim.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
+def peaks_by_stage(folder: Path, cfg) -> dict[str, int]:
+    """The peak resident memory, in bytes, of each stage that ran with `measuring_path`'s
+    python, by stage name (dvc.yaml's, a grid cell as grid@<cell>)."""
+    peaks = {}
+    for stage, command in stage_commands(cfg).items():
+        peak = folder / ("@".join(command[1:]).replace("/", "_") + "@.peak")
+        if peak.exists():
+            peaks[stage] = int(peak.read_text()) * 1024  # KiB on Linux
+    return peaks
 
 
 def project_copy(dest: Path, untracked: bool = False) -> Path:

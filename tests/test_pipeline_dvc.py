@@ -198,13 +198,6 @@ def test_deleted_store_gets_the_state_again(repo, tmp_path):
         kept.replace(store)
 
 
-def test_force_repro_gives_the_same_bytes(repo):
-    before = digests(repo)
-    dvc(repo, "repro", "--force")
-    assert digests(repo) == before
-    assert len(parent_runs(repo)[0]) == 1, "the same state was logged twice"
-
-
 def test_a_change_reruns_only_the_stages_that_read_it(repo):
     before = digests(repo)
     set_param(repo, "high_weight: 0.5", "high_weight: 0.6")
