@@ -116,20 +116,23 @@ def test_byte_sizes_read_as_people_write_them():
 # Each stage run as DVC runs it, its peak resident memory against its estimate:
 # at or above it, at most twice it. The defaults' every stage and grid cell are
 # measured in the one full-size run (tests/test_committed_outputs.py); here the main
-# stages of multihead with the largest family of cells at the docs' 1000 seeds (a
-# window layer, and an order task's control trained beside it). Every cell of it is
-# benchmarks/bench_memory.py's, whose runs also measured window12's cell at 1000
-# seeds (80 s, a peak that varies from run to run; its bounds are pinned above).
+# stages of multihead (its battery in 16 chunks) with the largest family of cells (a
+# window layer, and an order task's control trained beside it) at 300 seeds. The
+# cell's peak does not grow with its seeds, which run in chunks (808 MiB at the
+# docs' 1000 seeds against 829 at 300, estimates 1264 and 1192, on one thread), and
+# 1000 seeds cost 52 s more. Every cell of it is benchmarks/bench_memory.py's, whose
+# runs also measured window12's cell at 1000 seeds (80 s, a peak that varies from
+# run to run; its bounds are pinned above).
 MEASURED = [
     (  # the report, which reads every cell, on the defaults alone
-        ["model=multihead", "study.seeds=250", "grid.seeds=1000", "faithfulness.ig_steps=20"],
+        ["model=multihead", "study.seeds=250", "grid.seeds=300", "faithfulness.ig_steps=20"],
         ["generate", "train", "evaluate", "study", "faithfulness"] + ["grid@rise-window2"],
     ),
 ]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("overrides", "stages"), MEASURED, ids=["multihead_grid1000"])
+@pytest.mark.parametrize(("overrides", "stages"), MEASURED, ids=["multihead_grid300"])
 def test_every_stage_s_estimate_is_at_least_its_peak_and_at_most_twice_it(
     tmp_path, overrides, stages
 ):
