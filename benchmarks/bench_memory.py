@@ -90,8 +90,8 @@ def measuring_path(folder: Path) -> str:
     shim.parent.mkdir(parents=True, exist_ok=True)
     shim.write_text(
         "#!/bin/sh\n"
-        f'name=$(printf "%s@" "$@" | tr "/" "_")\n'
-        f'exec {shlex.quote(sys.executable)} -c {shlex.quote(LAUNCHER)} '
+        'name=$(printf "%s@" "$@" | tr / _)\n'
+        f"exec {shlex.quote(sys.executable)} -c {shlex.quote(LAUNCHER)} "
         f'"{folder}/$name.peak" {shlex.quote(sys.executable)} "$@"\n'
     )
     shim.chmod(0o755)
