@@ -1,0 +1,181 @@
+"""The exact adversary (pipeline/analysis/adversary.py): hand-worked cases, and no
+generic optimiser finds a feasible distribution further from the learned one."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from pipeline.analysis.adversary import exact_adversary, jsd, logit_band
+from pipeline.models.pooling import probability
+
+
+def entropy(p: np.ndarray) -> float:
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def jsd_by_entropy(p, q) -> float:
+    """JSD = H((p + q) / 2) - (H(p) + H(q)) / 2: the definition, not the code's form."""
+    p, q = np.asarray(p, float), np.asarray(q, float)
+    return entropy((p + q) / 2) - (entropy(p) + entropy(q)) / 2
+
+
+def solve(weights, readouts, bias, eps):
+    t = torch.tensor
+    found = exact_adversary(
+        t(weights, dtype=torch.float64),
+        t(readouts, dtype=torch.float64),
+        t(bias, dtype=torch.float64),
+        eps,
+    )
+    return float(found.max_jsd), found.weights.numpy()
+
+
+def test_jsd_is_the_entropy_definition_and_at_most_ln2():
+    p, q = [0.7, 0.2, 0.1, 0.0], [0.0, 0.3, 0.3, 0.4]
+    as_torch = float(
+        jsd(torch.tensor(p, dtype=torch.float64), torch.tensor(q, dtype=torch.float64))
+    )
+    assert as_torch == pytest.approx(jsd_by_entropy(p, q), abs=1e-15)
+    one, other = torch.eye(2, dtype=torch.float64)
+    disjoint = float(jsd(one, other))
+    assert disjoint == pytest.approx(math.log(2), abs=1e-15)
+
+
+def test_two_steps_the_adversary_moves_to_the_edge_of_the_band():
+    """a = (1/2, 1/2), r = (1, -1), b = 0: logit 2 lam - 1 for a' = (lam, 1 - lam), p =
+    1/2 now, so |p' - 1/2| <= eps is |2 lam - 1| <= logit(1/2 + eps): lam at either end
+    of the band, the same JSD by symmetry."""
+    eps = 0.1
+    lam = (1 + math.log(0.6 / 0.4)) / 2
+    best, weights = solve([0.5, 0.5], [1.0, -1.0], 0.0, eps)
+    assert best == pytest.approx(jsd_by_entropy([lam, 1 - lam], [0.5, 0.5]), abs=1e-14)
+    assert sorted(weights) == pytest.approx([1 - lam, lam], abs=1e-14)
+
+
+def test_a_step_that_moves_nothing_takes_all_the_mass():
+    """r = (0, 0, 5), a = (0.45, 0.45, 0.1): the logit 0.5 now. All the mass on step 1
+    gives logit 0, p down by sigmoid(0.5) - 1/2 = 0.1225 < eps: feasible, and the
+    vertex furthest from a (steps 1 and 2 tie; the first is kept)."""
+    best, weights = solve([0.45, 0.45, 0.1], [0.0, 0.0, 5.0], 0.0, 0.2)
+    assert best == pytest.approx(jsd_by_entropy([1, 0, 0], [0.45, 0.45, 0.1]), abs=1e-14)
+    assert weights.tolist() == [1.0, 0.0, 0.0]
+    # A band too narrow for that vertex: the answer is an edge crossing, still in it.
+    best, weights = solve([0.45, 0.45, 0.1], [0.0, 0.0, 5.0], 0.0, 0.05)
+    logit = float(np.dot(weights, [0.0, 0.0, 5.0]))
+    assert abs(1 / (1 + math.exp(-logit)) - 1 / (1 + math.exp(-0.5))) == pytest.approx(0.05)
+    assert best < jsd_by_entropy([1, 0, 0], [0.45, 0.45, 0.1])
+
+
+def test_the_band_is_infinite_where_it_reaches_past_the_clamp():
+    lo, hi = logit_band(torch.tensor([0.0, 29.0, -40.0], dtype=torch.float64), 0.25)
+    assert lo[0] == pytest.approx(math.log(0.25 / 0.75)) and hi[0] == -lo[0]
+    assert hi[1] == math.inf and lo[2] == -math.inf
+
+
+def test_no_optimiser_finds_a_feasible_distribution_further_away():
+    """scipy's SLSQP from 40 random starts per case, on random cases: every feasible
+    point it ends at is at most the exact maximum."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(0)
+    for _case in range(12):
+        steps = int(rng.integers(3, 8))
+        weights = rng.dirichlet(np.full(steps, 0.5))
+        readouts = rng.normal(0, 3, steps)
+        bias, eps = float(rng.normal()), float(rng.choice([0.01, 0.05, 0.2]))
+        best, adversary = solve(weights, readouts, bias, eps)
+        p_now = float(probability(torch.tensor(weights @ readouts + bias)))
+
+        def p_of(x, readouts=readouts, bias=bias):
+            return float(probability(torch.tensor(x @ readouts + bias)))
+
+        assert abs(p_of(adversary) - p_now) <= eps + 1e-12
+        assert jsd_by_entropy(adversary, weights) == pytest.approx(best, abs=1e-12)
+        constraints = [
+            {"type": "eq", "fun": lambda x: x.sum() - 1},
+            {"type": "ineq", "fun": lambda x, p=p_now, f=p_of, e=eps: e - abs(f(x) - p)},
+        ]
+        for start in rng.dirichlet(np.ones(steps), 40):
+            found = minimize(
+                lambda x, w=weights: -jsd_by_entropy(np.clip(x, 0, 1), w),
+                start,
+                method="SLSQP",
+                bounds=[(0, 1)] * steps,
+                constraints=constraints,
+            )
+            x = np.clip(found.x, 0, 1)
+            x = x / x.sum()  # on the simplex exactly, then feasible or not
+            if abs(p_of(x) - p_now) <= eps:
+                assert jsd_by_entropy(x, weights) <= best + 1e-12
+
+
+def test_a_batch_is_each_example_on_its_own():
+    rng = np.random.default_rng(1)
+    weights = torch.tensor(rng.dirichlet(np.ones(5), (3, 4)))
+    readouts = torch.tensor(rng.normal(0, 2, (3, 4, 5)))
+    bias = torch.tensor(rng.normal(0, 1, 3))[:, None]
+    batched = exact_adversary(weights, readouts, bias, 0.05)
+    for s in range(3):
+        for n in range(4):
+            one = exact_adversary(weights[s, n], readouts[s, n], bias[s, 0], 0.05)
+            assert float(one.max_jsd) == float(batched.max_jsd[s, n])
+            assert torch.equal(one.weights, batched.weights[s, n])
+
+
+@pytest.fixture(scope="module")
+def heldout():
+    from pipeline.config import compose, validate
+    from pipeline.models import frames
+    from pipeline.stages import generate
+
+    cfg = validate(compose())
+    frame, _ = generate.run(cfg)
+    return cfg, frame, frames.split_tensors(cfg, frame, "heldout", "cpu", torch.float64)[0]
+
+
+def trained_runs(cfg, frame, *overrides):
+    from pipeline.config import compose, validate
+    from pipeline.models import frames, interface
+    from pipeline.models.train import train
+
+    cfg = validate(compose(list(overrides)))
+    inputs, labels, _ = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)
+    params = interface.init_params(cfg.data.seed, [1, 2], cfg.model, cfg.data.steps)
+    return train(params, inputs, labels, 40, cfg.train.lr)[0]
+
+
+@pytest.mark.parametrize(
+    "kind", ["model=lesson", "model=posenc", "model=window"], ids=["lesson", "posenc", "window"]
+)
+def test_every_one_head_kind_s_adversary_keeps_its_output(heldout, kind):
+    from pipeline.analysis.adversary import runs_adversary
+    from pipeline.models import interface
+
+    cfg, frame, inputs = heldout
+    params = trained_runs(cfg, frame, kind)
+    logits, weights, readouts = interface.kind(params.cfg.kind).attend(params, inputs)
+    bias = logits - (weights * readouts).sum((-2, -1))
+    assert torch.allclose(bias, params.named["b"][:, None].expand_as(bias), atol=1e-12)
+    for eps in (0.01, 0.05):
+        found = runs_adversary(params, inputs, eps)
+        moved = (found.weights * readouts[..., 0, :]).sum(-1) + bias
+        assert (probability(moved) - probability(logits)).abs().max() <= eps + 1e-12
+        assert found.max_jsd.min() >= 0 and found.max_jsd.max() <= math.log(2)
+        assert torch.allclose(found.weights.sum(-1), torch.ones(()).double())
+        assert torch.allclose(found.max_jsd, jsd(found.weights, weights[..., 0, :]))
+
+
+@pytest.mark.parametrize("kind", ["multihead", "sink"])
+def test_kinds_not_covered_yet_are_refused_by_name(heldout, kind):
+    from pipeline.analysis.adversary import runs_adversary
+    from pipeline.errors import ConfigError
+
+    cfg, frame, inputs = heldout
+    params = trained_runs(cfg, frame, f"model={kind}")
+    with pytest.raises(ConfigError, match=f"model.kind={kind}: the exact adversary needs one"):
+        runs_adversary(params, inputs, 0.01)
