@@ -1,4 +1,4 @@
-"""The exact adversary (pipeline/analysis/adversary.py): hand-worked cases, and no
+"""The exact adversary (pipeline.debate.adversary.py): hand-worked cases, and no
 generic optimiser finds a feasible distribution further from the learned one."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.analysis.adversary import exact_adversary, jsd, logit_band
+from pipeline.debate.adversary import exact_adversary, jsd, logit_band
 from pipeline.models.pooling import probability
 
 
@@ -153,7 +153,7 @@ def trained_runs(cfg, frame, *overrides):
     "kind", ["model=lesson", "model=posenc", "model=window"], ids=["lesson", "posenc", "window"]
 )
 def test_every_one_head_kind_s_adversary_keeps_its_output(heldout, kind):
-    from pipeline.analysis.adversary import runs_adversary
+    from pipeline.debate.adversary import runs_adversary
     from pipeline.models import interface
 
     cfg, frame, inputs = heldout
@@ -172,7 +172,7 @@ def test_every_one_head_kind_s_adversary_keeps_its_output(heldout, kind):
 
 @pytest.mark.parametrize("kind", ["multihead", "sink"])
 def test_kinds_not_covered_yet_are_refused_by_name(heldout, kind):
-    from pipeline.analysis.adversary import runs_adversary
+    from pipeline.debate.adversary import runs_adversary
     from pipeline.errors import ConfigError
 
     cfg, frame, inputs = heldout

@@ -1,0 +1,150 @@
+"""Seconds of the exact adversary (pipeline.debate.adversary.py) on the lesson.
+
+    python benchmarks/bench_adversary.py [--seeds 1000] [--chunk 100]
+
+Trains `--seeds` runs of the default config (timed apart), then solves the exact
+adversary on every held-out sequence of every run at each eps of [0.01, 0.05],
+`--chunk` runs at a time, and prints the seconds and the median of the maximum JSD.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from pipeline.config import compose, validate
+from pipeline.debate.adversary import runs_adversary
+from pipeline.debate.fixed_attention import fixed_logits, train_fixed, uniform_weights
+from pipeline.debate.permutation import permutation_orders, permuted_output_change
+from pipeline.debate.seed_variance import pair_divergence, seed_pairs
+from pipeline.models import frames, interface
+from pipeline.models.pooling import probability
+from pipeline.models.train import accuracy, train
+from pipeline.stages import generate
+
+EPSILONS = (0.01, 0.05)
+PERMUTATIONS = 100
+TRAINED = 100  # runs of the experiments that train (uniform, frozen)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, default=1000)
+    parser.add_argument("--chunk", type=int, default=100)
+    args = parser.parse_args()
+    cfg = validate(compose())
+    frame, _ = generate.run(cfg)
+    inputs, labels, _ = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)
+    heldout = frames.split_tensors(cfg, frame, "heldout", "cpu", torch.float64)[0]
+    seeds = list(range(1, args.seeds + 1))
+    started = time.perf_counter()
+    params = interface.init_params(cfg.data.seed, seeds, cfg.model, cfg.data.steps)
+    params = train(params, inputs, labels, cfg.train.epochs, cfg.train.lr)[0]
+    print(f"trained {args.seeds} runs in {time.perf_counter() - started:.1f} s")
+    marked = frames.split_tensors(cfg, frame, "heldout", "cpu", torch.float64)[2]
+    chunks = [
+        params.map(lambda t, s=start: t[s : s + args.chunk])
+        for start in range(0, args.seeds, args.chunk)
+    ]
+    for eps in EPSILONS:
+        started = time.perf_counter()
+        found = [runs_adversary(chunk, heldout, eps) for chunk in chunks]
+        seconds = time.perf_counter() - started
+        maxima = torch.cat([f.max_jsd for f in found])
+        on_marked = found[0].weights.gather(-1, marked.expand(args.chunk, -1)[..., None])[..., 0]
+        print(
+            f"exact adversary, eps {eps}: {args.seeds} runs x {heldout.shape[0]} held-out "
+            f"in {seconds:.2f} s; median max JSD {float(maxima.median()):.4f}"
+        )
+        for run in (0, 1):
+            print(
+                f"  seed {run + 1}: median max JSD {float(maxima[run].median()):.4f}, "
+                f"share >= 0.5 {float((maxima[run] >= 0.5).double().mean()):.4f}, "
+                f"adversary's weight on the marked step {float(on_marked[run].mean()):.4f}"
+            )
+    orders = permutation_orders(heldout.shape[0], PERMUTATIONS, cfg.data.steps, seed=0)
+    started = time.perf_counter()
+    changes, weights, outputs = [], [], []
+    for chunk in chunks:
+        logits, head_weights, readouts = interface.kind(cfg.model.kind).attend(chunk, heldout)
+        one, values = head_weights[..., 0, :], readouts[..., 0, :]
+        bias = logits - (one * values).sum(-1)
+        changes.append(permuted_output_change(one, values, bias, orders))
+        weights.append(one)
+        outputs.append(probability(logits))
+    change = torch.cat(changes)
+    print(
+        f"permuted attention: {args.seeds} runs x {heldout.shape[0]} held-out x "
+        f"{PERMUTATIONS} orders in {time.perf_counter() - started:.2f} s"
+    )
+    for run in (0, 1):
+        print(
+            f"  seed {run + 1}: median |dp| (median over examples) "
+            f"{float(change[run].median()):.4f}"
+        )
+    started = time.perf_counter()
+    divergence, distance = pair_divergence(
+        torch.cat(weights), torch.cat(outputs), seed_pairs(args.seeds)
+    )
+    print(
+        f"seed variance: {divergence.shape[0]} pairs x {heldout.shape[0]} held-out in "
+        f"{time.perf_counter() - started:.2f} s; median JSD {float(divergence.median()):.4f}, "
+        f"median TVD {float(distance.median()):.4f}"
+    )
+    fixed_experiments(
+        cfg,
+        params,
+        (inputs, labels),
+        heldout,
+        frames.split_tensors(cfg, frame, "heldout", "cpu", torch.float64)[1],
+    )
+    print(f"torch threads {torch.get_num_threads()}")
+
+
+def fixed_experiments(cfg, params, train_set, heldout, heldout_labels) -> None:
+    """Uniform and frozen attention (Wiegreffe & Pinter) on the first TRAINED runs."""
+    inputs, labels = train_set
+    seeds = list(range(1, TRAINED + 1))
+    start = interface.init_params(cfg.data.seed, seeds, cfg.model, cfg.data.steps)
+    learned = params.map(lambda t: t[:TRAINED])
+    steps = cfg.data.steps
+    started = time.perf_counter()
+    uniform, _ = train_fixed(
+        start, inputs, labels, uniform_weights(len(labels), steps), cfg.train.epochs, cfg.train.lr
+    )
+    uniform_accuracy = accuracy(
+        fixed_logits(uniform, heldout, uniform_weights(heldout.shape[0], steps)), heldout_labels
+    )
+    frozen, _ = train_fixed(
+        start,
+        inputs,
+        labels,
+        interface.forward(learned, inputs)[1],
+        cfg.train.epochs,
+        cfg.train.lr,
+    )
+    frozen_accuracy = accuracy(
+        fixed_logits(frozen, heldout, interface.forward(learned, heldout)[1]), heldout_labels
+    )
+    learned_accuracy = accuracy(interface.forward(learned, heldout)[0], heldout_labels)
+    print(
+        f"uniform and frozen attention: {TRAINED} runs each in "
+        f"{time.perf_counter() - started:.1f} s"
+    )
+    for name, values in (
+        ("learned", learned_accuracy),
+        ("uniform", uniform_accuracy),
+        ("frozen", frozen_accuracy),
+    ):
+        q = torch.quantile(values, torch.tensor([0.05, 0.5, 0.95], dtype=values.dtype))
+        print(
+            f"  {name:8} held-out accuracy: seeds 1, 2 {float(values[0]):.4f} "
+            f"{float(values[1]):.4f}; over {TRAINED} seeds 5/50/95% "
+            + " ".join(f"{float(v):.4f}" for v in q)
+        )
+
+
+if __name__ == "__main__":
+    main()

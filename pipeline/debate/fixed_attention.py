@@ -1,0 +1,64 @@
+"""Attention held fixed while the rest trains (Wiegreffe & Pinter, "Attention is not
+not Explanation", EMNLP 2019, sections 3.1 and 3.3): uniform weights a_t = 1/T (is
+attention needed at all?), and a trained run's per-example weights frozen into a
+model that learns only the rest (do those weights carry what the task needs?).
+
+For every kind with one head the logit is sum_t a_t r_t + b, the readouts r_t and
+the bias coming from the kind's parameters (for window, through its layer). Fixing
+a puts the given weights in place of the learned ones and leaves that sum: the same
+parameters, init and training (full-batch gradient descent on the mean BCE with the
+lesson's clamp), with the keys and the query left without a gradient.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pipeline.models import interface
+from pipeline.models.parameters import Params
+from pipeline.models.train import History, check_finite, descend, surrogate_loss
+from pipeline.precision import settle
+
+
+def uniform_weights(examples: int, steps: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """a_t = 1/T for every example (N, T)."""
+    return torch.full((examples, steps), 1 / steps, dtype=dtype)
+
+
+def fixed_logits(params: Params, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Logits (S, N) with `weights` ((S, N, T) or (N, T)) in place of the pooling's."""
+    logits, learned, readouts = interface.kind(params.cfg.kind).attend(params, inputs)
+    if learned.shape[-2] != 1:
+        raise ValueError(f"model.kind={params.cfg.kind}: fixed attention needs one head")
+    learned, readouts = learned[..., 0, :], readouts[..., 0, :]
+    bias = logits - (learned * readouts).sum(-1)  # b, whatever the kind's layout names it
+    return (weights * readouts).sum(-1) + bias
+
+
+def train_fixed(
+    params: Params,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    weights: torch.Tensor,
+    epochs: int,
+    lr: float,
+) -> tuple[Params, History]:
+    """`epochs` gradient steps of every run with the pooling weights fixed to `weights`;
+    as `train.train` on autograd, the parameters come back settled."""
+
+    def step(current: Params):
+        leaves = current.map(lambda t: t.detach().requires_grad_(True))
+        logits = fixed_logits(leaves, inputs, weights)
+        gradients = torch.autograd.grad(
+            surrogate_loss(logits, labels), leaves.tensors(), allow_unused=True
+        )
+        # The keys and the query, which a fixed pooling does not read, stay where they are.
+        steps = [
+            torch.zeros_like(t) if g is None else g
+            for t, g in zip(leaves.tensors(), gradients, strict=True)
+        ]
+        return logits.detach(), steps
+
+    params, history = descend(params, step, labels, epochs, lr)
+    check_finite(history.loss, params, lr)
+    return params.map(settle), history

@@ -1,0 +1,92 @@
+"""Attention held fixed while the rest trains (pipeline/debate/fixed_attention.py):
+uniform weights against their closed form, and what stays untrained."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pipeline.debate.fixed_attention import fixed_logits, train_fixed, uniform_weights
+from pipeline.precision import settle
+
+EPOCHS, LR = 200, 0.6
+
+
+@pytest.fixture(scope="module")
+def lesson():
+    from pipeline.config import compose, validate
+    from pipeline.models import frames
+    from pipeline.stages import generate
+
+    cfg = validate(compose())
+    frame, _ = generate.run(cfg)
+    train = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)
+    heldout = frames.split_tensors(cfg, frame, "heldout", "cpu", torch.float64)
+    return cfg, train, heldout
+
+
+def init(cfg, kind: str = "lesson"):
+    from pipeline.config import ModelConfig
+    from pipeline.models import interface
+
+    model = ModelConfig(kind=kind) if kind != "lesson" else cfg.model
+    return interface.init_params(cfg.data.seed, [1, 2], model, cfg.data.steps)
+
+
+def test_uniform_attention_is_a_readout_of_the_sequence_means(lesson):
+    """With a_t = 1/T, the lesson's logit is w . Wv mean_t(x_t) + b: trained by plain
+    gradient descent on that closed form from the same init, the parameters agree."""
+    cfg, (inputs, labels, _), _ = lesson
+    start = init(cfg)
+    steps = inputs.shape[1]
+    trained, _ = train_fixed(start, inputs, labels, uniform_weights(len(labels), steps), EPOCHS, LR)
+
+    means = inputs.mean(1)  # (N, C)
+    value, readout, bias = (start.named[k].clone().requires_grad_(True) for k in ("Wv", "w", "b"))
+    for _ in range(EPOCHS):
+        logits = torch.einsum("nc,sic,si->sn", means, value, readout) + bias[:, None]
+        loss = (
+            torch.nn.functional.binary_cross_entropy_with_logits(
+                logits, labels.expand_as(logits), reduction="none"
+            )
+            .mean(1)
+            .sum()
+        )
+        grads = torch.autograd.grad(loss, (value, readout, bias))
+        with torch.no_grad():
+            for tensor, grad in zip((value, readout, bias), grads, strict=True):
+                tensor -= LR * grad
+    # The trained parameters come back at 8 decimals (pipeline/precision.py).
+    for name, tensor in (("Wv", value), ("w", readout), ("b", bias)):
+        assert (trained.named[name] - tensor.detach()).abs().max() <= 5e-9 + 1e-12, name
+    # The keys and the query get no gradient: they stay at their (settled) init.
+    for name in ("Wk", "q"):
+        assert torch.equal(trained.named[name], settle(start.named[name])), name
+
+
+def test_two_sequences_with_the_same_means_read_alike_under_uniform_attention(lesson):
+    cfg, (inputs, labels, _), _ = lesson
+    params = init(cfg)
+    shuffled = inputs[
+        :, torch.randperm(inputs.shape[1], generator=torch.Generator().manual_seed(0))
+    ]
+    uniform = uniform_weights(len(labels), inputs.shape[1])
+    assert torch.allclose(
+        fixed_logits(params, inputs, uniform), fixed_logits(params, shuffled, uniform)
+    )
+
+
+def test_a_kind_s_own_weights_give_its_own_logits(lesson):
+    from pipeline.models import interface
+
+    cfg, _, (heldout, _, _) = lesson
+    for kind in ("lesson", "posenc", "window"):
+        params = init(cfg, kind)
+        logits, weights = interface.forward(params, heldout)
+        assert torch.allclose(fixed_logits(params, heldout, weights), logits, atol=1e-12)
+
+
+def test_multihead_is_refused_by_name(lesson):
+    cfg, (inputs, labels, _), _ = lesson
+    with pytest.raises(ValueError, match="model.kind=multihead: fixed attention needs one head"):
+        fixed_logits(init(cfg, "multihead"), inputs, uniform_weights(len(labels), inputs.shape[1]))
