@@ -16,17 +16,20 @@ import torch
 
 from pipeline.config import compose, validate
 from pipeline.debate.adversary import runs_adversary
+from pipeline.debate.deception import rationale_mass, train_deceptive
 from pipeline.debate.fixed_attention import fixed_logits, train_fixed, uniform_weights
 from pipeline.debate.permutation import permutation_orders, permuted_output_change
 from pipeline.debate.seed_variance import pair_divergence, seed_pairs
 from pipeline.models import frames, interface
 from pipeline.models.pooling import probability
-from pipeline.models.train import accuracy, train
+from pipeline.models.train import accuracy, finite_runs, train
 from pipeline.stages import generate
+from pipeline.tasks import rationale_rows
 
 EPSILONS = (0.01, 0.05)
 PERMUTATIONS = 100
-TRAINED = 100  # runs of the experiments that train (uniform, frozen)
+TRAINED = 100  # runs of the experiments that train (uniform, frozen, deceptive)
+PENALTIES = (0.0, 0.1, 1.0, 10.0)
 
 
 def main() -> None:
@@ -100,7 +103,41 @@ def main() -> None:
         heldout,
         frames.split_tensors(cfg, frame, "heldout", "cpu", torch.float64)[1],
     )
+    for model in ("lesson", "window"):
+        deceptive_experiment(cfg, frame, model)
     print(f"torch threads {torch.get_num_threads()}")
+
+
+def deceptive_experiment(cfg, frame, model: str) -> None:
+    """Deceptive attention (Pruthi et al.) on TRAINED runs of `model`."""
+    cfg = validate(compose([f"model={model}"]))
+    inputs, labels, marked = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)
+    heldout, heldout_labels, heldout_marked = frames.split_tensors(
+        cfg, frame, "heldout", "cpu", torch.float64
+    )
+    rows = [
+        torch.tensor(rationale_rows(cfg.task.kind, m.tolist(), cfg.data.steps))
+        for m in (marked, heldout_marked)
+    ]
+    start = interface.init_params(
+        cfg.data.seed, list(range(1, TRAINED + 1)), cfg.model, cfg.data.steps
+    )
+    for penalty in PENALTIES:
+        started = time.perf_counter()
+        trained, history = train_deceptive(
+            start, inputs, labels, rows[0], penalty, cfg.train.epochs, cfg.train.lr, check=False
+        )
+        finite = finite_runs(history.loss, trained)
+        logits, weights = interface.forward(trained, heldout)
+        held = accuracy(logits, heldout_labels)[finite]
+        mass = rationale_mass(weights, rows[1]).mean(-1)[finite]
+        diverged = [seed + 1 for seed in (~finite).nonzero().flatten().tolist()]
+        print(
+            f"deceptive attention, {model}, lam {penalty:g}: {TRAINED} runs in "
+            f"{time.perf_counter() - started:.1f} s; held-out accuracy median "
+            f"{float(held.median()):.4f}, weight on the rationale median "
+            f"{float(mass.median()):.4f}; diverged (left out): {diverged or 'none'}"
+        )
 
 
 def fixed_experiments(cfg, params, train_set, heldout, heldout_labels) -> None:

@@ -1,0 +1,69 @@
+"""Deceptive attention (Pruthi et al., "Learning to Deceive with Attention-Based
+Explanations", ACL 2020, section 3): train with a penalty on the pooling weight that
+lands on the chosen steps, here each example's true rationale R_n,
+
+    loss = BCE + lam * mean_n(-log(1 - sum_{t in R_n} a_{n,t})),
+
+and see whether the model keeps its accuracy while its attention hides the steps
+that decide the label. With lam = 0 it is the ordinary run.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pipeline.models import interface
+from pipeline.models.parameters import Params
+from pipeline.models.train import (
+    AUTOGRAD_BLOCK,
+    History,
+    check_finite,
+    descend_blocks,
+    surrogate_loss,
+)
+from pipeline.precision import settle
+
+
+def rationale_mass(weights: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
+    """The pooling weight on each example's rationale (..., N): `weights` (..., N, T),
+    `rationale` bool (N, T)."""
+    return (weights * rationale).sum(-1)
+
+
+def deception_penalty(weights: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
+    """Per run, mean_n -log(1 - weight on R_n) (...,): 0 when none is on the rationale.
+
+    1 - the weight on R_n is summed off the rationale directly (no cancellation), and
+    floored at the smallest normal float: where a softmax put everything on R_n, the
+    penalty is large and finite instead of inf, and that example pushes no further."""
+    off = (weights * ~rationale).sum(-1)
+    return -torch.log(off.clamp(min=torch.finfo(off.dtype).tiny)).mean(-1)
+
+
+def train_deceptive(
+    params: Params,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    rationale: torch.Tensor,
+    penalty: float,
+    epochs: int,
+    lr: float,
+    check: bool = True,
+) -> tuple[Params, History]:
+    """`epochs` gradient steps of every run on BCE + `penalty` * the deception penalty,
+    through autograd on the kind's forward (its weights: the mean over heads). With
+    `check`, a run that reached NaN or inf raises DivergenceError, as in `train.train`;
+    without, the caller looks at `train.finite_runs` and names them."""
+
+    def step(current: Params):
+        leaves = current.map(lambda t: t.detach().requires_grad_(True))
+        logits, weights = interface.forward(leaves, inputs)
+        loss = surrogate_loss(logits, labels)
+        if penalty:
+            loss = loss + penalty * deception_penalty(weights, rationale).sum()
+        return logits.detach(), torch.autograd.grad(loss, leaves.tensors())
+
+    params, history = descend_blocks(params, step, labels, epochs, lr, AUTOGRAD_BLOCK, threads=1)
+    if check:
+        check_finite(history.loss, params, lr)
+    return params.map(settle), history
