@@ -19,6 +19,7 @@ from pipeline.debate.adversary import runs_adversary
 from pipeline.debate.deception import rationale_mass, train_deceptive
 from pipeline.debate.fixed_attention import fixed_logits, train_fixed, uniform_weights
 from pipeline.debate.permutation import permutation_orders, permuted_output_change
+from pipeline.debate.pooling import one_head
 from pipeline.debate.seed_variance import pair_divergence, seed_pairs
 from pipeline.models import frames, interface
 from pipeline.models.pooling import probability
@@ -71,12 +72,10 @@ def main() -> None:
     started = time.perf_counter()
     changes, weights, outputs = [], [], []
     for chunk in chunks:
-        logits, head_weights, readouts = interface.kind(cfg.model.kind).attend(chunk, heldout)
-        one, values = head_weights[..., 0, :], readouts[..., 0, :]
-        bias = logits - (one * values).sum(-1)
-        changes.append(permuted_output_change(one, values, bias, orders))
-        weights.append(one)
-        outputs.append(probability(logits))
+        terms = one_head(chunk, heldout, "permuted attention")
+        changes.append(permuted_output_change(terms.weights, terms.readouts, terms.bias, orders))
+        weights.append(terms.weights)
+        outputs.append(probability(terms.logits))
     change = torch.cat(changes)
     print(
         f"permuted attention: {args.seeds} runs x {heldout.shape[0]} held-out x "

@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
+from pipeline.debate.pooling import one_head
 from pipeline.errors import ConfigError
-from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
 
@@ -134,14 +134,10 @@ def runs_adversary(params: Params, inputs: torch.Tensor, eps: float) -> Adversar
     Multihead (a product of simplices, the same vertex structure) and the sink (whose
     value-less slot takes part of the mass) are not covered yet: refused by name.
     """
-    logits, weights, readouts = interface.kind(params.cfg.kind).attend(params, inputs)
-    if weights.shape[-2] != 1 or not torch.allclose(
-        weights.sum(-1), torch.ones((), dtype=weights.dtype)
-    ):
+    terms = one_head(params, inputs, "the exact adversary")
+    if not torch.allclose(terms.weights.sum(-1), torch.ones((), dtype=terms.weights.dtype)):
         raise ConfigError(
             f"invalid config value model.kind={params.cfg.kind}: the exact adversary "
             "needs one head whose weights are a distribution over the steps"
         )
-    weights, readouts = weights[..., 0, :], readouts[..., 0, :]
-    bias = logits - (weights * readouts).sum(-1)
-    return exact_adversary(weights, readouts, bias, eps)
+    return exact_adversary(terms.weights, terms.readouts, terms.bias, eps)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.models import interface
+from pipeline.debate.pooling import one_head
 from pipeline.models.parameters import Params
 from pipeline.models.train import History, check_finite, descend, surrogate_loss
 from pipeline.precision import settle
@@ -27,12 +27,8 @@ def uniform_weights(examples: int, steps: int, dtype: torch.dtype = torch.float6
 
 def fixed_logits(params: Params, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Logits (S, N) with `weights` ((S, N, T) or (N, T)) in place of the pooling's."""
-    logits, learned, readouts = interface.kind(params.cfg.kind).attend(params, inputs)
-    if learned.shape[-2] != 1:
-        raise ValueError(f"model.kind={params.cfg.kind}: fixed attention needs one head")
-    learned, readouts = learned[..., 0, :], readouts[..., 0, :]
-    bias = logits - (learned * readouts).sum(-1)  # b, whatever the kind's layout names it
-    return (weights * readouts).sum(-1) + bias
+    terms = one_head(params, inputs, "fixed attention")
+    return (weights * terms.readouts).sum(-1) + terms.bias
 
 
 def train_fixed(
