@@ -34,7 +34,8 @@ DEFAULT_CONFIGS = [
 
 
 def stage_commands(cfg) -> dict[str, list[str]]:
-    """Each stage's command line, in dvc.yaml's order (the grid's cells by name)."""
+    """Each stage's command line, in dvc.yaml's order (the grid's and the debate's cells
+    by name)."""
     commands = {
         stage: [sys.executable, "-m", f"pipeline.stages.{stage}"]
         for stage in ("generate", "train", "evaluate", "study", "faithfulness")
@@ -42,6 +43,10 @@ def stage_commands(cfg) -> dict[str, list[str]]:
     for name, cell in cfg.grid.cells.items():
         commands[f"grid@{name}"] = [
             sys.executable, "-m", "pipeline.stages.grid", cell.task, cell.variant
+        ]  # fmt: skip
+    for name, cell in cfg.debate.cells.items():
+        commands[f"debate@{name}"] = [
+            sys.executable, "-m", "pipeline.stages.debate", cell.task, cell.variant
         ]  # fmt: skip
     commands["report"] = [sys.executable, "-m", "pipeline.stages.report"]
     return commands

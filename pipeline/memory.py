@@ -53,6 +53,11 @@ TRAINING_STAGES = ("study", "faithfulness")  # stages whose work runs on our thr
 # lesson at 1000 seeds, 1.50x for window 12 at 2000, with the fixed part), which
 # the fit of one pair (battery_values) does not see.
 MANY_CHUNKS_HEAP = 1.3
+# A grid cell's battery serves its large blocks from mappings of their own
+# (`processes.map_large_blocks`), so it holds no fragmented heap: on 2 cores, one
+# thread, its cells peaked at 0.6 to 0.75 of what the heap-mode fit says above the
+# process (lesson 503 MiB, multihead4 647-671, window2 786-791, window12 1853).
+MAPPED_BATTERY = 0.6
 # Runs per batch of the faithfulness battery (pipeline/analysis/faithfulness.py's
 # SEED_CHUNK is this one). IG's (n_steps, runs, N, T, C) tensors are the largest:
 # 16 runs of the lesson (N = 180, T = 12) keep them near 28 MB in float64; larger
@@ -63,6 +68,11 @@ BATTERY_RUNS = 16
 # chunk (on one thread, measured: 1000 seeds, 63 chunks, peaked at 690 to 1129 MiB;
 # 250 seeds of multihead, 16 chunks, at 553 to 637 MiB, one chunk's worth).
 MANY_CHUNKS = 32
+# Runs per pass of the debate's adversary and permutations (pipeline/debate/cell.py's
+# RUN_CHUNK is this one): their (runs, N, candidates or orders, T) tensors stay near
+# 60 MB in float64 at the lesson's sizes. Measured on one thread: the lesson's cell
+# peaked at 457 MiB, window3's at 575.
+DEBATE_RUNS = 25
 
 
 @dataclass(frozen=True)
@@ -204,12 +214,13 @@ def study_terms(cfg: Config, seeds: int, seeds_key: str, sets: int = 1) -> list[
 
 def battery_terms(cfg: Config, runs: int, runs_key: str, heap: float = 1.0) -> list[MemoryTerm]:
     """The faithfulness battery (pipeline/analysis/faithfulness.py) on `runs` runs:
-    integrated gradients' path, and the rest beside it; `heap`, what its many chunks
-    leave in the heap, as a factor. Over more than MANY_CHUNKS chunks, one and a half
-    chunks' worth count even on one thread: part of the heap the last chunk freed is
-    still held when the next one allocates (measured on one thread: the faithfulness
-    stage at 1129 MiB where one chunk's worth said 1095; the multihead
-    configuration's, 16 chunks, at 553 to 637 MiB)."""
+    integrated gradients' path, and the rest beside it. `heap` scales the fit, which
+    was made with the battery's blocks in the heap: above 1 for what many chunks in
+    turn leave there, below 1 where the blocks are mapped (MAPPED_BATTERY). Over more
+    than MANY_CHUNKS chunks, one and a half chunks' worth count even on one thread:
+    part of the heap the last chunk freed is still held when the next one allocates
+    (measured on one thread: the faithfulness stage at 1129 MiB where one chunk's
+    worth said 1095; the multihead configuration's, 16 chunks, at 553 to 637 MiB)."""
     per_ig_step, once = (math.ceil(values * heap) for values in battery_values(cfg.model))
     in_flight = at_once(BATTERY_RUNS, runs)
     if heap > 1.0 and runs > MANY_CHUNKS * BATTERY_RUNS:
@@ -255,7 +266,44 @@ def grid_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
     return [
         sequences_term(cell),
         *study_terms(cell, cfg.grid.seeds, "grid.seeds", sets),
-        *battery_terms(cell, battery_runs, key),
+        *battery_terms(cell, battery_runs, key, MAPPED_BATTERY),
+    ]
+
+
+def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
+    """A debate cell (pipeline/debate/cell.py): the study's machinery on debate.seeds
+    seeds, then the tests, a chunk of runs at a time, one after the other: the
+    adversary's candidate distributions and the permutations' shuffled weights are
+    their largest tensors."""
+    cell = cell_config(cfg, task, variant)
+    steps = cell.data.steps
+    runs = min(DEBATE_RUNS, cfg.debate.seeds)
+    size = ("bytes", "", DTYPE_BYTES[cell.train.dtype])
+    return [
+        sequences_term(cell),
+        *study_terms(cell, cfg.debate.seeds, "debate.seeds"),
+        MemoryTerm(
+            "the adversary",
+            (
+                ("runs", "debate.seeds", runs),
+                ("held-out", "data.split", cell.data.split[2]),
+                ("candidates", "data.steps", steps * steps),
+                ("steps", "data.steps", steps),
+                size,
+            ),
+            phase="adversary",
+        ),
+        MemoryTerm(
+            "the permutations",
+            (
+                ("runs", "debate.seeds", runs),
+                ("held-out", "data.split", cell.data.split[2]),
+                ("orders", "debate.permutations", cfg.debate.permutations),
+                ("steps", "data.steps", steps),
+                size,
+            ),
+            phase="permutations",
+        ),
     ]
 
 
@@ -279,6 +327,8 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
     }
     for name, cell in cfg.grid.cells.items():
         stages[f"grid@{name}"] = grid_cell_terms(cfg, cell.task, cell.variant)
+    for name, cell in cfg.debate.cells.items():
+        stages[f"debate@{name}"] = debate_cell_terms(cfg, cell.task, cell.variant)
     return stages
 
 
@@ -287,7 +337,8 @@ def stage_bytes(stage: str, terms: list[MemoryTerm]) -> int:
     trains or explains, what it keeps throughout, and its largest phase (training,
     then the battery: a grid cell frees the one, and returns the freed heap to the
     kernel (`processes.release_freed_memory`), before the other starts)."""
-    threads = THREADS_BYTES if stage in TRAINING_STAGES or stage.startswith("grid@") else 0
+    trains = stage in TRAINING_STAGES or stage.startswith(("grid@", "debate@"))
+    threads = THREADS_BYTES if trains else 0
     kept = sum(term.bytes for term in terms if not term.phase)
     phases: dict[str, int] = {}
     for term in terms:
@@ -314,6 +365,9 @@ def _reference_terms(cfg: Config, stage: str) -> list[MemoryTerm]:
     if stage.startswith("grid@"):
         cell = cfg.grid.cells[stage.removeprefix("grid@")]
         return grid_cell_terms(defaults, cell.task, cell.variant)
+    if stage.startswith("debate@"):
+        cell = cfg.debate.cells[stage.removeprefix("debate@")]
+        return debate_cell_terms(defaults, cell.task, cell.variant)
     return stage_terms(defaults)[stage]
 
 

@@ -199,37 +199,38 @@ def cell_path(folder: str, task: str, variant: str) -> Path:
     return Path(folder) / f"{task}-{variant}.json"
 
 
-def grid_params(cfg: Config, root: Path = PROJECT_ROOT) -> dict[str, Any]:
-    """The params every grid@<cell> stage lists (dvc.yaml's foreach body), flattened,
-    as write_json writes them (the cell file holds them at the written precision)."""
+def grid_params(cfg: Config, root: Path = PROJECT_ROOT, stage: str = "grid") -> dict[str, Any]:
+    """The params every <stage>@<cell> stage lists (dvc.yaml's foreach body: the grid's
+    or the debate's), flattened, as write_json writes them (the cell file holds them
+    at the written precision)."""
     from pipeline.precision import rounded
 
-    return rounded(listed_params(cfg, stages(root)["grid"]["do"]["params"]))
+    return rounded(listed_params(cfg, stages(root)[stage]["do"]["params"]))
 
 
-def grid_cells(cfg: Config) -> list[tuple[Path, dict]]:
-    """(file, document) of every cell the config lists, in its order, each checked
-    against the params it was made from. A file of a cell the config no longer lists
-    is not read: stale cells are never shown."""
-    current = grid_params(cfg)
+def grid_cells(cfg: Config, stage: str = "grid") -> list[tuple[Path, dict]]:
+    """(file, document) of every cell the config lists (the grid's, or the debate's),
+    in its order, each checked against the params it was made from. A file of a cell
+    the config no longer lists is not read: stale cells are never shown."""
+    current = grid_params(cfg, stage=stage)
     cells = []
-    for key, cell in to_container(cfg)["grid"]["cells"].items():
-        path = cell_path(cfg.paths.grid, cell["task"], cell["variant"])
+    for key, cell in to_container(cfg)[stage]["cells"].items():
+        path = cell_path(getattr(cfg.paths, stage), cell["task"], cell["variant"])
         if not path.exists():
-            raise ConfigError(f"missing {path} (grid cell {key}): run `dvc repro`")
+            raise ConfigError(f"missing {path} ({stage} cell {key}): run `dvc repro`")
         document = read_json(path)
         if (document.get("task"), document.get("variant")) != (cell["task"], cell["variant"]):
             raise ConfigError(
-                f"{path} does not hold the grid cell {key} (task {document.get('task')!r}, "
-                f"variant {document.get('variant')!r}): rerun `dvc repro -s "
-                f"{shlex.quote('grid@' + key)}`"
+                f"{path} does not hold the {stage} cell {key} (task "
+                f"{document.get('task')!r}, variant {document.get('variant')!r}): rerun "
+                f"`dvc repro -s {shlex.quote(stage + '@' + key)}`"
             )
         changes = changed_keys(document.get("params", {}), current)
         if "params" not in document or changes:
             made = "; ".join(changes) or "no record of its params"
             raise ConfigError(
                 f"{path} was made from other params than params.yaml holds ({made}): "
-                f"rerun `dvc repro -s {shlex.quote('grid@' + key)}`, then `dvc repro`"
+                f"rerun `dvc repro -s {shlex.quote(stage + '@' + key)}`, then `dvc repro`"
             )
         cells.append((path, document))
     return cells

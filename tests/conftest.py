@@ -115,17 +115,19 @@ def assert_login_required(base: str, owner) -> None:
 
 
 def write_cells(root: Path, cfg: Config) -> None:
-    """The committed grid cells under root/reports/grid, recorded as made from `cfg`:
-    the report and next_lesson stages read exactly the configured cells, each checked
-    against its params, and a small test config runs no grid."""
+    """The committed grid and debate cells under root/reports/, recorded as made from
+    `cfg`: the report and next_lesson stages read exactly the configured cells, each
+    checked against its params, and a small test config runs neither."""
     import json
 
     from pipeline import provenance
 
-    (root / "reports/grid").mkdir(parents=True, exist_ok=True)
-    for committed in sorted((PROJECT_ROOT / "reports/grid").glob("*.json")):
-        document = {**json.loads(committed.read_text()), "params": provenance.grid_params(cfg)}
-        (root / "reports/grid" / committed.name).write_text(json.dumps(document))
+    for stage in ("grid", "debate"):
+        (root / "reports" / stage).mkdir(parents=True, exist_ok=True)
+        params = provenance.grid_params(cfg, stage=stage)
+        for committed in sorted((PROJECT_ROOT / "reports" / stage).glob("*.json")):
+            document = {**json.loads(committed.read_text()), "params": params}
+            (root / "reports" / stage / committed.name).write_text(json.dumps(document))
 
 
 def write_records(cfg: Config, stages: list[str]) -> None:
@@ -285,6 +287,9 @@ def small_overrides() -> list[str]:
         "study.bootstrap=20",
         "grid.seeds=2",
         "grid.epochs=30",
+        "debate.seeds=4",
+        "debate.trained_seeds=2",
+        "debate.permutations=5",
     ]
 
 

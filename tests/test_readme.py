@@ -25,7 +25,7 @@ def value(path: str):
     name, keys = path.split(":")
     found = json.loads((REPORTS / name).read_text())
     for key in keys.split("."):
-        found = found[key]
+        found = found[int(key)] if isinstance(found, list) else found[key]
     return found
 
 
@@ -80,6 +80,29 @@ CLAIMS = [
             "grid/two_patterns-lesson.json:heldout_accuracy.mean",
             "grid/two_patterns-multihead2.json:heldout_accuracy.mean",
             "grid/two_patterns-lesson.json:seeds",
+        ],
+    ),
+    (
+        "On the lesson's model ({} seeds), the exact adversary finds weights at a median "
+        "JSD of {:.4f} from the learned ones",
+        [
+            "debate/lesson-lesson.json:seeds",
+            "debate/lesson-lesson.json:adversary.0.median_max_jsd.median",
+        ],
+    ),
+    ("where two seeds differ by {:.4f}", ["debate/lesson-lesson.json:seed_variance.jsd.median"]),
+    (
+        "those weights keep {:.4f} held-out accuracy (uniform weights: {:.4f})",
+        [
+            "debate/lesson-lesson.json:fixed_attention.frozen.mean",
+            "debate/lesson-lesson.json:fixed_attention.uniform.mean",
+        ],
+    ),
+    (
+        "(lam {:g}) takes accuracy down to {:.4f}",
+        [
+            "debate/lesson-lesson.json:deception.2.penalty",
+            "debate/lesson-lesson.json:deception.2.heldout_accuracy.mean",
         ],
     ),
 ]

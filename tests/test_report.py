@@ -42,6 +42,7 @@ SECTIONS = [
     "## Seeds at scale",
     "## Which explanation is faithful?",
     "## The next lesson: a second head, and the order of steps",
+    "## The attention debate",
 ]
 FIGURES = {
     "attention_seed_1.png",

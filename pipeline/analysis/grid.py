@@ -38,7 +38,7 @@ from pipeline.config.cells import cell_config
 from pipeline.kinds import VARIANTS
 from pipeline.models import frames, interface
 from pipeline.models.train import device_and_dtype
-from pipeline.processes import release_freed_memory
+from pipeline.processes import map_large_blocks, release_freed_memory
 
 FOCUSED = 0.5  # a head's mean weight on the marked step
 SPREAD = 0.75  # a head's mean weight entropy over log T
@@ -167,5 +167,6 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
     if interface.pooling_heads(cell.model) > 1:
         document["heads"] = heads_summary(*head_numbers(cell, runs, heldout))
     release_freed_memory()  # the training's heap, before the battery's phase
+    map_large_blocks()  # the battery's peak: what it holds, however the heap would fragment
     document["faithfulness"] = cell_battery(cell, task, runs, heldout)
     return document

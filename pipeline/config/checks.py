@@ -36,7 +36,7 @@ from pipeline.config.schema import (
     StudyConfig,
 )
 from pipeline.errors import ConfigError
-from pipeline.kinds import MODEL_KINDS, TASKS, VARIANTS
+from pipeline.kinds import MODEL_KINDS, ONE_HEAD_KINDS, TASKS, VARIANTS
 
 
 def _check(ok: bool, key: str, allowed: str, value: Any) -> None:
@@ -152,7 +152,7 @@ def _check_distinct_paths(cfg: Config) -> None:
 
 
 NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below its own
-FOLDER_KEYS = ("figures", "provenance", "grid", "next_lesson")  # paths.* that are folders
+FOLDER_KEYS = ("figures", "provenance", "grid", "next_lesson", "debate")  # paths.* that are folders
 
 
 def _check_not_a_folder(key: str, value: str) -> None:
@@ -312,8 +312,32 @@ def _check_values(cfg: Config) -> None:
         "must be an integer >= 1",
         grid.faithfulness_seeds,
     )
+    _check_debate(cfg)
     _check_seeds(cfg)
     _check_tracking(cfg)
+
+
+def _check_debate(cfg: Config) -> None:
+    debate = cfg.debate
+    # The debate's tests read one head's weights as a distribution over the steps.
+    one_head = [name for name, model in VARIANTS.items() if model["kind"] in ONE_HEAD_KINDS]
+    for name, cell in debate.cells.items():
+        key = f"debate.cells.{name}"
+        _check(cell.task in TASKS, f"{key}.task", f"allowed: {', '.join(TASKS)}", cell.task)
+        allowed = f"allowed: {', '.join(one_head)} (one head over the steps)"
+        _check(cell.variant in one_head, f"{key}.variant", allowed, cell.variant)
+    _check(debate.seeds >= 2, "debate.seeds", "must be an integer >= 2", debate.seeds)
+    trained = debate.trained_seeds
+    _check(trained >= 1, "debate.trained_seeds", "must be an integer >= 1", trained)
+    _check(debate.epsilons != [], "debate.epsilons", "must list at least one eps", [])
+    for eps in debate.epsilons:
+        _check(0 < eps < 1, "debate.epsilons", "each eps must be in (0, 1)", eps)
+    count = debate.permutations
+    _check(count >= 1, "debate.permutations", "must be an integer >= 1", count)
+    _check(debate.penalties != [], "debate.penalties", "must list at least one lam", [])
+    for penalty in debate.penalties:
+        ok = 0 <= penalty < math.inf
+        _check(ok, "debate.penalties", "each lam must be a finite number >= 0", penalty)
 
 
 # MLflow's limit on an experiment's name (mlflow.utils.validation, 2.7 s to import:
@@ -368,6 +392,8 @@ def validate(raw: DictConfig | dict) -> Config:
             # The configured cells replace the defaults; a merge would keep every
             # default cell that conf/ no longer lists, and publish it as current.
             schema.grid.cells = {}
+        if OmegaConf.select(OmegaConf.create(raw), "debate.cells") is not None:
+            schema.debate.cells = {}
         merged = OmegaConf.merge(schema, raw)
     except OmegaConfBaseException as err:
         key = getattr(err, "full_key", None) or "?"

@@ -33,6 +33,7 @@ SEED_KEYS = (
     "study.bootstrap_seed",
     "faithfulness.order_seed",
     "grid.shuffle_seed",
+    "debate.permutation_seed",
 )
 # The pipeline writes, replaces and deletes its outputs only here, never a source,
 # config or store file: those are what a run must not lose. DVC reads its own files
@@ -158,6 +159,28 @@ class GridConfig:
     lr: float = 0.6
 
 
+def debate_cells() -> dict[str, GridCell]:
+    """The debate's default cells: the lesson, on its own model and on window 3 (a
+    layer that can carry a step's reading to its neighbours), as conf/debate/lesson.yaml
+    lists them."""
+    return {f"lesson-{variant}": GridCell("lesson", variant) for variant in ("lesson", "window3")}
+
+
+@dataclass
+class DebateConfig:
+    """The attention debate (pipeline/debate/, docs/debate.md): each paper's test on
+    task x model cells, each a DVC stage debate@<name>, trained as the grid's cells are
+    (grid.epochs, grid.lr)."""
+
+    cells: dict[str, GridCell] = field(default_factory=debate_cells)
+    seeds: int = 100  # runs of the tests that do not train: the adversary, permutations, seed pairs
+    trained_seeds: int = 10  # runs per setting of the tests that train: uniform, frozen, deceptive
+    epsilons: list[float] = field(default_factory=lambda: [0.01, 0.05])  # the adversary's bands
+    permutations: int = 100  # seeded random orders of each example's weights
+    permutation_seed: int = 0
+    penalties: list[float] = field(default_factory=lambda: [0.0, 0.1, 1.0, 10.0])  # deception's lam
+
+
 @dataclass
 class TrackingConfig:
     enabled: bool = True
@@ -187,6 +210,7 @@ class PathsConfig:
     tracked_state: str = ".mlflow-state.json"
     grid: str = "reports/grid"  # one <task>-<variant>.json per cell of the next lesson
     next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
+    debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
 
 
 @dataclass
@@ -199,5 +223,6 @@ class Config:
     study: StudyConfig = field(default_factory=StudyConfig)
     faithfulness: FaithfulnessConfig = field(default_factory=FaithfulnessConfig)
     grid: GridConfig = field(default_factory=GridConfig)
+    debate: DebateConfig = field(default_factory=DebateConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)

@@ -24,6 +24,7 @@ from pipeline.files import (
 )
 from pipeline.memory import check_memory
 from pipeline.reporting import figures, report
+from pipeline.reporting.debate import debate_section
 from pipeline.reporting.headline import headline
 from pipeline.reporting.next_lesson import next_lesson_section
 from pipeline.stages import entry
@@ -81,6 +82,14 @@ def next_lesson(cfg: Config) -> str:
     return "\n" + next_lesson_section(cells, images)
 
 
+def debate(cfg: Config) -> str:
+    """The section "The attention debate" from the debate's cells; none without cells."""
+    cells = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
+    if not cells:
+        return ""
+    return "\n" + debate_section(cells)
+
+
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
     """Each PNG atomically; then drop the per-seed PNGs of an earlier run whose seeds
     this one no longer has, since the outputs persist between runs."""
@@ -106,7 +115,7 @@ def main() -> None:
         read_parquet(cfg.paths.study_faithfulness_seeds),
     )
     markdown, pngs, step_weights = run(cfg, document, steps, curves, study, faithfulness)
-    markdown += next_lesson(cfg)
+    markdown += next_lesson(cfg) + debate(cfg)
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, step_weights)

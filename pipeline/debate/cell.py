@@ -1,0 +1,235 @@
+"""One cell of the attention debate (reports/debate/<task>-<variant>.json): every
+paper's test on one task and one model variant, against the task's true rationale.
+
+The runs are the grid's (pipeline/analysis/grid.py): the lesson's data, held-out
+split and init streams, trained with grid.epochs and grid.lr. Tests that read
+trained runs (the exact adversary, permuted attention, seed variance) use
+debate.seeds of them; tests that train runs of their own (uniform, frozen and
+deceptive attention) use the first debate.trained_seeds, from the same inits.
+Per-seed numbers are summarised over seeds (`stats.describe`: median, 5% and 95%
+quantiles), with the 95% bootstrap interval of their mean over seeds.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from pipeline import data, ties
+from pipeline.analysis import faithfulness, seed_study, stats
+from pipeline.config import Config
+from pipeline.config.cells import cell_config
+from pipeline.debate.adversary import runs_adversary
+from pipeline.debate.deception import rationale_mass, train_deceptive
+from pipeline.debate.fixed_attention import fixed_logits, train_fixed, uniform_weights
+from pipeline.debate.permutation import permutation_orders, permuted_output_change
+from pipeline.debate.pooling import one_head
+from pipeline.debate.seed_variance import pair_divergence, seed_pairs
+from pipeline.memory import DEBATE_RUNS
+from pipeline.models import frames, interface
+from pipeline.models.parameters import Params
+from pipeline.models.pooling import probability
+from pipeline.models.train import accuracy, device_and_dtype, finite_runs
+
+RUN_CHUNK = DEBATE_RUNS  # runs per pass of the adversary and the permutations
+# Jain & Wallace's reading: a distribution this far (JSD, natural log) that keeps the
+# output within eps "explains" the output as well as the learned one.
+FAR_JSD = 0.5
+
+
+def seed_summary(per_seed: torch.Tensor, cfg: Config) -> dict:
+    """A per-seed number (S,) over seeds: its spread and the 95% bootstrap interval of
+    its mean (study.bootstrap resamples of the seeds, from study.bootstrap_seed)."""
+    per_seed = per_seed.to(torch.float64)
+    generator = torch.Generator().manual_seed(cfg.study.bootstrap_seed)
+    counts = stats.resample_counts(len(per_seed), cfg.study.bootstrap, generator)
+    means = counts @ per_seed / len(per_seed)
+    low, high = stats.interval(means)
+    return {**stats.describe(per_seed), "mean_interval": [low, high]}
+
+
+def in_chunks(params: Params, work) -> list:
+    """`work` on RUN_CHUNK runs at a time."""
+    return [
+        work(params.map(lambda t, s=start: t[s : s + RUN_CHUNK]))
+        for start in range(0, params.runs, RUN_CHUNK)
+    ]
+
+
+def adversary_numbers(
+    params: Params, inputs: torch.Tensor, rationale: torch.Tensor, eps: float, cfg: Config
+) -> dict:
+    """Experiment 1: per seed, the median over held-out examples of the largest JSD
+    within eps, the share of examples where JSD >= FAR_JSD keeps the output, and the
+    adversary's mean weight on the rationale beside the model's."""
+    found = in_chunks(params, lambda part: runs_adversary(part, inputs, eps))
+    max_jsd = torch.cat([f.max_jsd for f in found])
+    adversary_mass = torch.cat([rationale_mass(f.weights, rationale) for f in found])
+    far = ~ties.below(max_jsd, FAR_JSD)  # at least FAR_JSD, a near-tie included
+    return {
+        "eps": eps,
+        "median_max_jsd": seed_summary(max_jsd.median(-1).values, cfg),
+        "share_far": seed_summary(far.to(torch.float64).mean(-1), cfg),
+        "adversary_rationale_weight": seed_summary(adversary_mass.mean(-1), cfg),
+        "per_seed_median_max_jsd": max_jsd.median(-1).values.tolist(),
+    }
+
+
+def permutation_numbers(params: Params, inputs: torch.Tensor, cfg: Config) -> dict:
+    """Experiment 2: per seed, the median over examples of the median |dp| over
+    debate.permutations orders, and the share of examples whose largest weight is at
+    least 0.5; over every (run, example), the median |dp| by largest weight."""
+    settings = cfg.debate
+    orders = permutation_orders(
+        inputs.shape[0], settings.permutations, cfg.data.steps, settings.permutation_seed
+    )
+
+    def changes(part: Params) -> tuple[torch.Tensor, torch.Tensor]:
+        terms = one_head(part, inputs, "permuted attention")
+        moved = permuted_output_change(terms.weights, terms.readouts, terms.bias, orders)
+        return moved, terms.weights.amax(-1)
+
+    moved, largest = (torch.cat(parts) for parts in zip(*in_chunks(params, changes), strict=True))
+    peaked = ~ties.below(largest, 0.5)
+    return {
+        "permutations": settings.permutations,
+        "median_output_change": seed_summary(moved.median(-1).values, cfg),
+        "share_peaked": seed_summary(peaked.to(torch.float64).mean(-1), cfg),
+        "binned": binned_change(moved, largest),
+    }
+
+
+def binned_change(moved: torch.Tensor, largest: torch.Tensor, bins: int = 5) -> list[dict]:
+    """The median |dp| over (run, example) pairs whose largest weight falls in each of
+    `bins` equal bins of [0, 1], an edge (within a tie) in the bin above it: Jain &
+    Wallace's figure 4 as a table."""
+    edges = [b / bins for b in range(bins + 1)]
+    which = sum((~ties.below(largest.flatten(), edge)).long() for edge in edges[1:-1])
+    rows = []
+    for b in range(bins):
+        inside = moved.flatten()[which == b]
+        rows.append(
+            {
+                "largest_weight": [edges[b], edges[b + 1]],
+                "pairs": int(inside.numel()),
+                "median_output_change": float(inside.median()) if inside.numel() else None,
+            }
+        )
+    return rows
+
+
+def seed_variance_numbers(params: Params, inputs: torch.Tensor) -> dict:
+    """Experiment 4: JSD between the weights of disjoint pairs of seeds on the same
+    example, and the TVD between their outputs: the background for an adversary."""
+
+    def terms(part: Params) -> tuple[torch.Tensor, torch.Tensor]:
+        logits, weights = interface.forward(part, inputs)
+        return weights, probability(logits)
+
+    weights, outputs = (torch.cat(parts) for parts in zip(*in_chunks(params, terms), strict=True))
+    divergence, distance = pair_divergence(weights, outputs, seed_pairs(params.runs))
+    return {
+        "pairs": int(divergence.shape[0]),
+        "jsd": stats.describe(divergence.flatten()),
+        "tvd": stats.describe(distance.flatten()),
+    }
+
+
+def fixed_numbers(
+    start: Params,
+    learned: Params,
+    train_split: tuple[torch.Tensor, torch.Tensor],
+    heldout: tuple[torch.Tensor, torch.Tensor],
+    cfg: Config,
+) -> dict:
+    """Experiments 3 and 5: held-out accuracy with the pooling weights fixed, uniform
+    (a_t = 1/T) or frozen from the learned run, the rest trained from the same init;
+    beside the learned model's."""
+    (inputs, labels), (held, held_labels) = train_split, heldout
+    steps, epochs, lr = cfg.data.steps, cfg.train.epochs, cfg.train.lr
+    uniform, _ = train_fixed(start, inputs, labels, uniform_weights(len(labels), steps), epochs, lr)
+    frozen_train = interface.forward(learned, inputs)[1]
+    frozen, _ = train_fixed(start, inputs, labels, frozen_train, epochs, lr)
+    held_uniform = uniform_weights(held.shape[0], steps, held.dtype)
+    accuracies = {
+        "learned": accuracy(interface.forward(learned, held)[0], held_labels),
+        "uniform": accuracy(fixed_logits(uniform, held, held_uniform), held_labels),
+        "frozen": accuracy(
+            fixed_logits(frozen, held, interface.forward(learned, held)[1]), held_labels
+        ),
+    }
+    return {name: seed_summary(values, cfg) for name, values in accuracies.items()}
+
+
+def deception_numbers(
+    start: Params,
+    learned: Params,
+    train_split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    heldout: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    cfg: Config,
+) -> list[dict]:
+    """Experiment 7: per lam, held-out accuracy and the weight on the rationale of
+    runs trained with Pruthi et al.'s penalty; runs that diverged are named and left
+    out (a large lam can push a run off). lam = 0 is the ordinary run (the learned
+    runs, `learned`: tests/test_deception.py checks that training with lam = 0 gives
+    their parameters within 1e-10)."""
+    (inputs, labels, rationale), (held, held_labels, held_rationale) = train_split, heldout
+    rows = []
+    for penalty in cfg.debate.penalties:
+        if penalty == 0:
+            trained, finite = learned, torch.ones(learned.runs, dtype=torch.bool)
+        else:
+            trained, history = train_deceptive(
+                start, inputs, labels, rationale, penalty, cfg.train.epochs, cfg.train.lr, False
+            )
+            finite = finite_runs(history.loss, trained)
+        logits, weights = interface.forward(trained.map(torch.nan_to_num), held)
+        rows.append(
+            {
+                "penalty": penalty,
+                "diverged_seeds": [i + 1 for i in (~finite).nonzero().flatten().tolist()],
+                "heldout_accuracy": seed_summary(accuracy(logits, held_labels)[finite], cfg),
+                "rationale_weight": seed_summary(
+                    rationale_mass(weights, held_rationale).mean(-1)[finite], cfg
+                ),
+            }
+        )
+    return rows
+
+
+def run_cell(cfg: Config, task: str, variant: str) -> dict:
+    """One cell's document (reports/debate/<task>-<variant>.json)."""
+    cell = cell_config(cfg, task, variant)
+    settings = cfg.debate
+    device, dtype = device_and_dtype(cell.train)
+    frame = data.generate(cell.data, task)
+    inputs, labels, marked = frames.split_tensors(cell, frame, "train", device, dtype)
+    held, held_labels, held_marked = frames.split_tensors(cell, frame, "heldout", device, dtype)
+    rationale = faithfulness.task_rationale(task, marked, cell.data.steps)
+    held_rationale = faithfulness.task_rationale(task, held_marked, cell.data.steps)
+    seeds = list(range(1, settings.seeds + 1))
+    runs = seed_study.train_seeds(cell, frame, seeds, heldout_only=True)
+    params = interface.from_flat(runs.params.to(held), cell.model, cell.data.steps)
+    trained = seeds[: settings.trained_seeds]
+    start = interface.init_params(cell.data.seed, trained, cell.model, cell.data.steps)
+    start = start.map(lambda t: t.to(held))
+    learned = params.map(lambda t: t[: len(trained)])
+    return {
+        "task": task,
+        "variant": variant,
+        "seeds": len(seeds),
+        "trained_seeds": len(trained),
+        "learned_rationale_weight": seed_summary(
+            rationale_mass(interface.forward(params, held)[1], held_rationale).mean(-1), cfg
+        ),
+        "adversary": [
+            adversary_numbers(params, held, held_rationale, eps, cfg) for eps in settings.epsilons
+        ],
+        "permutation": permutation_numbers(params, held, cell),
+        "seed_variance": seed_variance_numbers(params, held),
+        "fixed_attention": fixed_numbers(
+            start, learned, (inputs, labels), (held, held_labels), cell
+        ),
+        "deception": deception_numbers(
+            start, learned, (inputs, labels, rationale), (held, held_labels, held_rationale), cell
+        ),
+    }

@@ -1,0 +1,50 @@
+"""Stage debate@<task>-<variant>: one cell of the attention debate -> reports/debate/<cell>.json.
+
+    python -m pipeline.stages.debate TASK VARIANT
+
+Each paper's test on the cell's runs (pipeline/debate/cell.py, docs/debate.md). The
+cell makes its own data and runs, as a grid cell does, and reads no other stage's
+output; its one file is written atomically, and params.yaml is checked again before
+it is.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from pipeline import provenance
+from pipeline.config import load_params
+from pipeline.debate.cell import run_cell
+from pipeline.errors import ConfigError
+from pipeline.files import write_json
+from pipeline.kinds import TASKS, VARIANTS
+from pipeline.memory import check_memory
+from pipeline.stages import entry
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task")
+    parser.add_argument("variant")
+    args = parser.parse_args(argv)
+    if args.task not in TASKS:
+        raise ConfigError(f"unknown task {args.task!r}; allowed: {', '.join(TASKS)}")
+    if args.variant not in VARIANTS:
+        allowed = ", ".join(VARIANTS)
+        raise ConfigError(f"unknown model variant {args.variant!r}; allowed: {allowed}")
+    cfg = load_params()
+    check_memory(cfg)  # before any work: the largest stage of this config fits
+    document = run_cell(cfg, args.task, args.variant)
+    document["params"] = provenance.grid_params(cfg, stage="debate")  # what readers check
+    if load_params() != cfg:
+        raise ConfigError("params.yaml changed while the debate cell ran: not publishing")
+    write_json(provenance.cell_path(cfg.paths.debate, args.task, args.variant), document)
+    first = document["adversary"][0]
+    print(
+        f"{args.task} x {args.variant}: eps {first['eps']}: median max JSD "
+        f"{first['median_max_jsd']['median']:.4f} over {document['seeds']} seeds"
+    )
+
+
+if __name__ == "__main__":
+    entry(main)

@@ -1,0 +1,113 @@
+"""One cell of the attention debate (pipeline/debate/cell.py): every test on a small
+config, against numbers that can be worked out apart; a toy kind registered here
+goes through every experiment; and the stage's bad input."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from pipeline import kinds
+from pipeline.config import compose, validate
+from pipeline.debate import cell as debate_cell
+from pipeline.errors import ConfigError
+from tests.conftest import small_overrides
+from tests.test_models import toy_kind
+
+
+@pytest.fixture(scope="module")
+def small():
+    cfg = validate(compose(small_overrides()))
+    return cfg, debate_cell.run_cell(cfg, "lesson", "lesson")
+
+
+def test_a_cell_holds_every_experiment_on_its_seeds(small):
+    cfg, document = small
+    assert (document["seeds"], document["trained_seeds"]) == (4, 2)
+    assert [row["eps"] for row in document["adversary"]] == cfg.debate.epsilons
+    assert [row["penalty"] for row in document["deception"]] == cfg.debate.penalties
+    assert document["seed_variance"]["pairs"] == 2  # disjoint pairs of 4 seeds
+    for row in document["adversary"]:
+        assert 0 <= row["median_max_jsd"]["min"] <= row["median_max_jsd"]["max"] <= 0.6932
+        assert len(row["per_seed_median_max_jsd"]) == 4
+    # The adversary may move at most as far as a wider band lets it.
+    narrow, wide = document["adversary"]
+    per_seed = zip(narrow["per_seed_median_max_jsd"], wide["per_seed_median_max_jsd"], strict=True)
+    assert all(a <= b + 1e-12 for a, b in per_seed)
+    pairs = sum(part["pairs"] for part in document["permutation"]["binned"])
+    assert pairs == 4 * cfg.data.split[2]  # every (run, held-out example) in one bin
+
+
+def test_no_penalty_is_the_learned_runs(small):
+    _, document = small
+    ordinary = document["deception"][0]
+    assert ordinary["penalty"] == 0 and ordinary["diverged_seeds"] == []
+    assert ordinary["heldout_accuracy"] == document["fixed_attention"]["learned"]
+
+
+def test_the_seed_summary_is_the_spread_and_the_mean_s_interval():
+    cfg = validate(compose())
+    constant = debate_cell.seed_summary(torch.full((7,), 0.25, dtype=torch.float64), cfg)
+    assert constant["median"] == constant["q05"] == constant["q95"] == 0.25
+    assert constant["mean_interval"] == [0.25, 0.25]
+    spread = debate_cell.seed_summary(torch.arange(10, dtype=torch.float64), cfg)
+    low, high = spread["mean_interval"]
+    assert 0 <= low < 4.5 < high <= 9
+
+
+def test_the_permutation_bins_take_each_pair_by_its_largest_weight():
+    moved = torch.tensor([[0.1, 0.2, 0.3, 0.4]], dtype=torch.float64)
+    largest = torch.tensor([[0.1, 0.5, 0.55, 1.0]], dtype=torch.float64)
+    rows = debate_cell.binned_change(moved, largest, bins=2)
+    assert [row["pairs"] for row in rows] == [1, 3]  # 0.5 is the second bin's lower edge
+    assert [row["median_output_change"] for row in rows] == [0.1, 0.3]
+    empty = debate_cell.binned_change(moved, largest, bins=10)
+    assert empty[3] == {"largest_weight": [0.3, 0.4], "pairs": 0, "median_output_change": None}
+
+
+def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
+    toy = toy_kind()
+    monkeypatch.setitem(kinds.MODEL_KINDS, "toy", "")
+    monkeypatch.setitem(kinds.VARIANTS, "toy", {"kind": "toy"})
+    kinds.register_model("toy", toy, one_head=True)
+    try:
+        cfg = validate(compose([*small_overrides(), "debate.cells.lesson-lesson.variant=toy"]))
+        document = debate_cell.run_cell(cfg, "lesson", "toy")
+    finally:
+        kinds.ONE_HEAD_KINDS.discard("toy")
+    assert document["variant"] == "toy" and len(document["adversary"]) == 2
+    assert document["deception"][0]["heldout_accuracy"] == (document["fixed_attention"]["learned"])
+    assert document["deception"][-1]["penalty"] == 10.0
+    with pytest.raises(ConfigError, match=r"variant='toy': allowed: lesson, "):
+        validate(compose(["debate.cells.lesson-lesson.variant=toy"]))  # no longer one head
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("debate.epsilons=[0.01,1.0]", "debate.epsilons=1.0: each eps must be in (0, 1)"),
+        ("debate.epsilons=[0]", "debate.epsilons=0.0: each eps must be in (0, 1)"),
+        ("debate.penalties=[0,-1]", "debate.penalties=-1.0: each lam must be a finite number >= 0"),
+        ("debate.permutations=0", "debate.permutations=0: must be an integer >= 1"),
+        ("debate.seeds=1", "debate.seeds=1: must be an integer >= 2"),
+        ("debate.trained_seeds=0", "debate.trained_seeds=0: must be an integer >= 1"),
+        (
+            "debate.cells.lesson-lesson.variant=multihead2",
+            "debate.cells.lesson-lesson.variant='multihead2': allowed: lesson, ",
+        ),
+        (
+            "debate.cells.lesson-lesson.variant=sink",
+            "debate.cells.lesson-lesson.variant='sink': allowed: lesson, ",
+        ),
+        (
+            "debate.cells.lesson-lesson.task=nope",
+            "debate.cells.lesson-lesson.task='nope': allowed: lesson, ",
+        ),
+    ],
+)
+def test_bad_debate_settings_are_refused_in_one_line(override, message):
+    with pytest.raises(ConfigError) as error:
+        validate(compose([override]))
+    text = str(error.value)
+    assert text.startswith(f"invalid config value {message}"), text
+    assert "\n" not in text

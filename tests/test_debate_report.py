@@ -1,0 +1,52 @@
+"""The section "The attention debate" (pipeline/reporting/debate.py): its tables
+hold every cell's numbers, and the reading follows them."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from pipeline.config import compose, validate
+from pipeline.debate.cell import run_cell
+from pipeline.reporting import debate
+from tests.conftest import small_overrides
+
+
+@pytest.fixture(scope="module")
+def cell():
+    return run_cell(validate(compose(small_overrides())), "lesson", "lesson")
+
+
+def test_the_section_has_a_table_per_test_and_a_reading_per_cell(cell):
+    text = debate.debate_section([cell])
+    assert text.startswith("## The attention debate\n")
+    for title in ("Adversarial attention", "Permuted attention", "Seed variance", "Deceptive"):
+        assert title in text
+    adversary = cell["adversary"][1]
+    assert re.search(rf"\| lesson x lesson \| +{adversary['eps']:g} \| ", text)
+    assert debate.spread(adversary["median_max_jsd"]) in text
+    assert debate.mean_interval(cell["fixed_attention"]["uniform"]) in text
+    assert text.count("- **lesson x lesson**") == 1
+
+
+def test_the_reading_says_whether_hiding_the_rationale_costs_the_accuracy(cell):
+    strongest = cell["deception"][-1]
+    uniform = cell["fixed_attention"]["uniform"]["mean"]
+    costly = copy.deepcopy(cell)
+    costly["deception"][-1]["heldout_accuracy"]["mean"] = uniform
+    assert "cannot hide the rationale" in debate.cell_reading(costly)
+    free = copy.deepcopy(cell)
+    free["deception"][-1]["heldout_accuracy"]["mean"] = uniform + 0.2
+    reading = debate.cell_reading(free)
+    assert "hides the rationale from its attention and still reads it" in reading
+    assert f"at lam {strongest['penalty']:g}" in reading
+
+
+def test_the_reading_says_where_the_model_s_weight_sits(cell):
+    on, off = copy.deepcopy(cell), copy.deepcopy(cell)
+    on["learned_rationale_weight"]["median"] = 0.9
+    off["learned_rationale_weight"]["median"] = 0.1
+    assert "the model's weight sits on it" in debate.cell_reading(on)
+    assert "the model's weight is mostly elsewhere" in debate.cell_reading(off)
