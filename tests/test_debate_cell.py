@@ -4,6 +4,8 @@ goes through every experiment; and the stage's bad input."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
@@ -34,8 +36,9 @@ def test_a_cell_holds_every_experiment_on_its_seeds(small):
     narrow, wide = document["adversary"]
     per_seed = zip(narrow["per_seed_median_max_jsd"], wide["per_seed_median_max_jsd"], strict=True)
     assert all(a <= b + 1e-12 for a, b in per_seed)
-    pairs = sum(part["pairs"] for part in document["permutation"]["binned"])
-    assert pairs == 4 * cfg.data.split[2]  # every (run, held-out example) in one bin
+    for binned in (document["permutation"]["binned"], document["adversary"][0]["binned"]):
+        pairs = sum(part["pairs"] for part in binned)
+        assert pairs == 4 * cfg.data.split[2]  # every (run, held-out example) in one bin
 
 
 def test_no_penalty_is_the_learned_runs(small):
@@ -58,11 +61,11 @@ def test_the_seed_summary_is_the_spread_and_the_mean_s_interval():
 def test_the_permutation_bins_take_each_pair_by_its_largest_weight():
     moved = torch.tensor([[0.1, 0.2, 0.3, 0.4]], dtype=torch.float64)
     largest = torch.tensor([[0.1, 0.5, 0.55, 1.0]], dtype=torch.float64)
-    rows = debate_cell.binned_change(moved, largest, bins=2)
+    rows = debate_cell.binned_median(moved, largest, bins=2)
     assert [row["pairs"] for row in rows] == [1, 3]  # 0.5 is the second bin's lower edge
-    assert [row["median_output_change"] for row in rows] == [0.1, 0.3]
-    empty = debate_cell.binned_change(moved, largest, bins=10)
-    assert empty[3] == {"largest_weight": [0.3, 0.4], "pairs": 0, "median_output_change": None}
+    assert [row["median"] for row in rows] == [0.1, 0.3]
+    empty = debate_cell.binned_median(moved, largest, bins=10)
+    assert empty[3] == {"largest_weight": [0.3, 0.4], "pairs": 0, "median": None}
 
 
 def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
@@ -111,3 +114,17 @@ def test_bad_debate_settings_are_refused_in_one_line(override, message):
     text = str(error.value)
     assert text.startswith(f"invalid config value {message}"), text
     assert "\n" not in text
+
+
+def test_the_stage_writes_its_cell_and_refuses_an_unknown_variant(tmp_path, monkeypatch, capsys):
+    from pipeline.config.load import composed_yaml
+    from pipeline.stages import debate as stage
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
+    stage.main(["lesson", "lesson"])
+    assert capsys.readouterr().out.startswith("lesson x lesson: eps 0.01: median max JSD ")
+    document = json.loads((tmp_path / "reports/debate/lesson-lesson.json").read_text())
+    assert document["seeds"] == 4 and document["params"]["debate.seeds"] == 4
+    with pytest.raises(ConfigError, match=r"unknown model variant 'transformer'; allowed: lesson"):
+        stage.main(["lesson", "transformer"])

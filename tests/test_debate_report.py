@@ -50,3 +50,16 @@ def test_the_reading_says_where_the_model_s_weight_sits(cell):
     off["learned_rationale_weight"]["median"] = 0.1
     assert "the model's weight sits on it" in debate.cell_reading(on)
     assert "the model's weight is mostly elsewhere" in debate.cell_reading(off)
+
+
+def test_the_reading_says_whether_the_other_explainers_still_find_the_rationale(cell):
+    found, lost = copy.deepcopy(cell), copy.deepcopy(cell)
+    for name in ("loo", "gradient", "integrated_gradients"):
+        found["deception"][-1]["hit_at_1"][name]["mean"] = 0.9
+        lost["deception"][-1]["hit_at_1"][name]["mean"] = 0.1
+    assert "The other explainers still find it there (hit@1: loo 0.9000, " in (
+        debate.cell_reading(found)
+    )
+    assert "Nor do the other explainers find it there (hit@1: loo 0.1000, " in (
+        debate.cell_reading(lost)
+    )

@@ -82,15 +82,26 @@ SMALL_GRID = {
 }
 
 
+SMALL_DEBATE = {"lesson-lesson"}
+# The stages of the grid's and the debate's cells, and the two that read them.
+CELL_STAGES = (
+    {f"grid@{name}" for name in SMALL_GRID}
+    | {f"debate@{name}" for name in SMALL_DEBATE}
+    | {"next_lesson", "debate_figures"}
+)
+
+
 def shrink_grid(repo: Path) -> None:
-    """Keep SMALL_GRID's cells in the clone's conf/grid/lesson.yaml."""
-    path = repo / "conf/grid/lesson.yaml"
-    kept = [
-        line
-        for line in path.read_text().splitlines(keepends=True)
-        if not line.startswith("  ") or line.split(":")[0].strip() in SMALL_GRID
-    ]
-    path.write_text("".join(kept))
+    """Keep SMALL_GRID's cells in the clone's conf/grid/lesson.yaml, SMALL_DEBATE's
+    in conf/debate/lesson.yaml."""
+    for group, cells in (("grid", SMALL_GRID), ("debate", SMALL_DEBATE)):
+        path = repo / f"conf/{group}/lesson.yaml"
+        kept = [
+            line
+            for line in path.read_text().splitlines(keepends=True)
+            if not line.startswith("  ") or line.split(":")[0].strip() in cells
+        ]
+        path.write_text("".join(kept))
 
 
 def metrics_of(repo: Path) -> dict:
@@ -120,8 +131,7 @@ def repo(tmp_path_factory) -> Path:
     restore_params(repo)
     result = dvc(repo, "repro")
     main = {"generate", "train", "evaluate", "study", "faithfulness", "report", "track"}
-    grid = {f"grid@{name}" for name in SMALL_GRID} | {"next_lesson"}
-    assert ran_stages(result.stdout) == main | grid
+    assert ran_stages(result.stdout) == main | CELL_STAGES
     git_commit(repo, "small config")
     return repo
 
@@ -208,9 +218,9 @@ def test_a_change_reruns_only_the_stages_that_read_it(repo):
     ran = ran_stages(dvc(repo, "repro").stdout)
     assert {"train", "evaluate", "study", "faithfulness", "report"} <= ran
     assert "generate" not in ran
-    # The grid trains as grid.epochs and grid.lr say, the baseline's: the lesson's
-    # learning rate leaves its cells and the next lesson as they are.
-    assert not ran & ({f"grid@{name}" for name in SMALL_GRID} | {"next_lesson"})
+    # The grid and the debate train as grid.epochs and grid.lr say, the baseline's:
+    # the lesson's learning rate leaves their cells and what reads them as they are.
+    assert not ran & CELL_STAGES
     assert metrics_of(repo) == expected_metrics("eval.high_weight=0.6", "train.lr=0.5")
     # Back to the committed params: the committed bytes (DVC's run-cache is off for
     # persistent outputs, so this retrains).

@@ -152,7 +152,8 @@ def _check_distinct_paths(cfg: Config) -> None:
 
 
 NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below its own
-FOLDER_KEYS = ("figures", "provenance", "grid", "next_lesson", "debate")  # paths.* that are folders
+# paths.* that are folders
+FOLDER_KEYS = ("figures", "provenance", "grid", "next_lesson", "debate", "debate_figures")
 
 
 def _check_not_a_folder(key: str, value: str) -> None:
@@ -344,6 +345,7 @@ def _check_debate(cfg: Config) -> None:
 # a test checks that the two agree), less the grid's "-next-lesson" experiment suffix.
 MAX_EXPERIMENT_NAME = 500
 GRID_SUFFIX = "-next-lesson"
+DEBATE_SUFFIX = "-debate"  # the attention debate's experiment: shorter than the grid's
 TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
 
 

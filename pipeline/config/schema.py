@@ -211,6 +211,7 @@ class PathsConfig:
     grid: str = "reports/grid"  # one <task>-<variant>.json per cell of the next lesson
     next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
     debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
+    debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
 
 
 @dataclass

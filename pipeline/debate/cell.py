@@ -34,6 +34,8 @@ RUN_CHUNK = DEBATE_RUNS  # runs per pass of the adversary and the permutations
 # Jain & Wallace's reading: a distribution this far (JSD, natural log) that keeps the
 # output within eps "explains" the output as well as the learned one.
 FAR_JSD = 0.5
+# Pruthi et al. ask whether other explainers still find what the attention hides.
+EXPLAINERS_ASKED = ("attention", "loo", "gradient", "integrated_gradients")
 
 
 def seed_summary(per_seed: torch.Tensor, cfg: Config) -> dict:
@@ -56,11 +58,17 @@ def in_chunks(params: Params, work) -> list:
 
 
 def adversary_numbers(
-    params: Params, inputs: torch.Tensor, rationale: torch.Tensor, eps: float, cfg: Config
+    params: Params,
+    inputs: torch.Tensor,
+    rationale: torch.Tensor,
+    largest: torch.Tensor,
+    eps: float,
+    cfg: Config,
 ) -> dict:
     """Experiment 1: per seed, the median over held-out examples of the largest JSD
     within eps, the share of examples where JSD >= FAR_JSD keeps the output, and the
-    adversary's mean weight on the rationale beside the model's."""
+    adversary's mean weight on the rationale beside the model's; over every (run,
+    example), the median largest JSD by the learned largest weight (`largest`, (S, N))."""
     found = in_chunks(params, lambda part: runs_adversary(part, inputs, eps))
     max_jsd = torch.cat([f.max_jsd for f in found])
     adversary_mass = torch.cat([rationale_mass(f.weights, rationale) for f in found])
@@ -71,6 +79,7 @@ def adversary_numbers(
         "share_far": seed_summary(far.to(torch.float64).mean(-1), cfg),
         "adversary_rationale_weight": seed_summary(adversary_mass.mean(-1), cfg),
         "per_seed_median_max_jsd": max_jsd.median(-1).values.tolist(),
+        "binned": binned_median(max_jsd, largest),
     }
 
 
@@ -94,24 +103,24 @@ def permutation_numbers(params: Params, inputs: torch.Tensor, cfg: Config) -> di
         "permutations": settings.permutations,
         "median_output_change": seed_summary(moved.median(-1).values, cfg),
         "share_peaked": seed_summary(peaked.to(torch.float64).mean(-1), cfg),
-        "binned": binned_change(moved, largest),
+        "binned": binned_median(moved, largest),
     }
 
 
-def binned_change(moved: torch.Tensor, largest: torch.Tensor, bins: int = 5) -> list[dict]:
-    """The median |dp| over (run, example) pairs whose largest weight falls in each of
-    `bins` equal bins of [0, 1], an edge (within a tie) in the bin above it: Jain &
-    Wallace's figure 4 as a table."""
+def binned_median(values: torch.Tensor, largest: torch.Tensor, bins: int = 5) -> list[dict]:
+    """The median of `values` over the (run, example) pairs whose largest weight falls
+    in each of `bins` equal bins of [0, 1], an edge (within a tie) in the bin above
+    it: Jain & Wallace's figures 3 and 4 (against the largest weight) as tables."""
     edges = [b / bins for b in range(bins + 1)]
     which = sum((~ties.below(largest.flatten(), edge)).long() for edge in edges[1:-1])
     rows = []
     for b in range(bins):
-        inside = moved.flatten()[which == b]
+        inside = values.flatten()[which == b]
         rows.append(
             {
                 "largest_weight": [edges[b], edges[b + 1]],
                 "pairs": int(inside.numel()),
-                "median_output_change": float(inside.median()) if inside.numel() else None,
+                "median": float(inside.median()) if inside.numel() else None,
             }
         )
     return rows
@@ -163,13 +172,16 @@ def fixed_numbers(
 def deception_numbers(
     start: Params,
     learned: Params,
+    seeds: list[int],
     train_split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     heldout: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     cfg: Config,
 ) -> list[dict]:
     """Experiment 7: per lam, held-out accuracy and the weight on the rationale of
     runs trained with Pruthi et al.'s penalty; runs that diverged are named and left
-    out (a large lam can push a run off). lam = 0 is the ordinary run (the learned
+    out (a large lam can push a run off). Beside the attention, whether LOO, the
+    gradient and integrated gradients still find the rationale: their hit@1 against
+    it (the faithfulness battery's). lam = 0 is the ordinary run (the learned
     runs, `learned`: tests/test_deception.py checks that training with lam = 0 gives
     their parameters within 1e-10)."""
     (inputs, labels, rationale), (held, held_labels, held_rationale) = train_split, heldout
@@ -182,7 +194,11 @@ def deception_numbers(
                 start, inputs, labels, rationale, penalty, cfg.train.epochs, cfg.train.lr, False
             )
             finite = finite_runs(history.loss, trained)
-        logits, weights = interface.forward(trained.map(torch.nan_to_num), held)
+        trained = trained.map(torch.nan_to_num)
+        logits, weights = interface.forward(trained, held)
+        found = faithfulness.battery_tensors(
+            trained, held, held_rationale, seeds, list(EXPLAINERS_ASKED), cfg.faithfulness
+        )
         rows.append(
             {
                 "penalty": penalty,
@@ -191,6 +207,10 @@ def deception_numbers(
                 "rationale_weight": seed_summary(
                     rationale_mass(weights, held_rationale).mean(-1)[finite], cfg
                 ),
+                "hit_at_1": {
+                    name: seed_summary(found[name]["hit_at_1"][finite], cfg)
+                    for name in EXPLAINERS_ASKED
+                },
             }
         )
     return rows
@@ -213,16 +233,18 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
     start = interface.init_params(cell.data.seed, trained, cell.model, cell.data.steps)
     start = start.map(lambda t: t.to(held))
     learned = params.map(lambda t: t[: len(trained)])
+    weights = torch.cat(in_chunks(params, lambda part: interface.forward(part, held)[1]))
     return {
         "task": task,
         "variant": variant,
         "seeds": len(seeds),
         "trained_seeds": len(trained),
         "learned_rationale_weight": seed_summary(
-            rationale_mass(interface.forward(params, held)[1], held_rationale).mean(-1), cfg
+            rationale_mass(weights, held_rationale).mean(-1), cfg
         ),
         "adversary": [
-            adversary_numbers(params, held, held_rationale, eps, cfg) for eps in settings.epsilons
+            adversary_numbers(params, held, held_rationale, weights.amax(-1), eps, cfg)
+            for eps in settings.epsilons
         ],
         "permutation": permutation_numbers(params, held, cell),
         "seed_variance": seed_variance_numbers(params, held),
@@ -230,6 +252,11 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
             start, learned, (inputs, labels), (held, held_labels), cell
         ),
         "deception": deception_numbers(
-            start, learned, (inputs, labels, rationale), (held, held_labels, held_rationale), cell
+            start,
+            learned,
+            trained,
+            (inputs, labels, rationale),
+            (held, held_labels, held_rationale),
+            cell,
         ),
     }

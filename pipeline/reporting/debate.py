@@ -5,10 +5,16 @@ test and a reading generated from the numbers."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pandas as pd
 
 LN2 = math.log(2)  # the largest JSD in natural log
+CAPTIONS = {  # the debate_figures stage's PNGs (reporting/figures.py's debate_figures)
+    "adversary_jsd.png": "the exact adversary's largest JSD against the largest weight",
+    "permuted_change.png": "the output's change under permuted weights against the largest weight",
+    "deception.png": "deceptive attention: accuracy and the rationale's weight against lam",
+}
 
 
 def spread(summary: dict) -> str:
@@ -53,7 +59,7 @@ def permutation_table(cells: list[dict]) -> pd.DataFrame:
         }
         for part in bins:
             low, high = part["largest_weight"]
-            change = part["median_output_change"]
+            change = part["median"]
             row[f"largest weight {low:.1f}-{high:.1f}"] = (
                 "-" if change is None else f"{change:.4f} (n={part['pairs']})"
             )
@@ -98,6 +104,10 @@ def deception_table(cells: list[dict]) -> pd.DataFrame:
                 "lam": f"{row['penalty']:g}",
                 "held-out accuracy": mean_interval(row["heldout_accuracy"]),
                 "weight on the rationale": mean_interval(row["rationale_weight"]),
+                **{
+                    f"hit@1 {name}": f"{numbers['mean']:.4f}"
+                    for name, numbers in row["hit_at_1"].items()
+                },
                 "diverged (left out)": ", ".join(map(str, row["diverged_seeds"])) or "none",
             }
             for cell in cells
@@ -127,6 +137,9 @@ def cell_reading(cell: dict) -> str:
         if frozen >= learned - 0.02
         else "the weights alone do not carry what the model reads"
     )
+    found = strongest["hit_at_1"]
+    others = {key: numbers["mean"] for key, numbers in found.items() if key != "attention"}
+    listed = ", ".join(f"{key} {value:.4f}" for key, value in others.items())
     hiding = (
         f"at lam {strongest['penalty']:g} the weight on the rationale falls to {hidden:.4f} "
         f"and held-out accuracy to {kept:.4f}"
@@ -141,6 +154,10 @@ def cell_reading(cell: dict) -> str:
             f", above uniform attention's {uniform:.4f}: the model hides the rationale from "
             "its attention and still reads it"
         )
+    if max(others.values(), default=0.0) >= 0.5:
+        hiding += f". The other explainers still find it there (hit@1: {listed})"
+    else:
+        hiding += f". Nor do the other explainers find it there (hit@1: {listed})"
     return (
         f"- **{name(cell)}** ({cell['seeds']} seeds; {cell['trained_seeds']} per setting "
         f"that trains). The exact adversary (eps {adversary['eps']:g}) reaches a median "
@@ -161,8 +178,9 @@ def table(frame: pd.DataFrame) -> str:
     return frame.set_index("cell").to_markdown(stralign="right", disable_numparse=True)
 
 
-def debate_section(cells: list[dict]) -> str:
-    """The section from the debate's cells, in the config's order."""
+def debate_section(cells: list[dict], images: list[str] | None = None) -> str:
+    """The section from the debate's cells, in the config's order, and the figures at
+    `images` (paths as report.md links them)."""
 
     lines = [
         "## The attention debate",
@@ -192,7 +210,9 @@ def debate_section(cells: list[dict]) -> str:
         "",
         table(fixed_table(cells)),
         "",
-        "Deceptive attention (Pruthi et al. 2020): a penalty lam on the weight of the rationale.",
+        "Deceptive attention (Pruthi et al. 2020): a penalty lam on the weight of the "
+        "rationale; hit@1: the mean share of held-out sequences whose top step by each "
+        "explainer is in the rationale.",
         "",
         table(deception_table(cells)),
         "",
@@ -200,5 +220,9 @@ def debate_section(cells: list[dict]) -> str:
         "",
         *[cell_reading(cell) for cell in cells],
         "",
+        *[
+            f"![{CAPTIONS.get(Path(image).name, Path(image).stem)}]({image})\n"
+            for image in images or []
+        ],
     ]
     return "\n".join(lines)

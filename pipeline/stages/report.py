@@ -83,11 +83,15 @@ def next_lesson(cfg: Config) -> str:
 
 
 def debate(cfg: Config) -> str:
-    """The section "The attention debate" from the debate's cells; none without cells."""
+    """The section "The attention debate" from the debate's cells, with the
+    debate_figures stage's figures; none without cells."""
     cells = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
     if not cells:
         return ""
-    return "\n" + debate_section(cells)
+    figures_dir = Path(cfg.paths.debate_figures)
+    prefix = from_report(cfg, figures_dir)
+    images = [f"{prefix}/{png.name}" for png in sorted(figures_dir.glob("*.png"))]
+    return "\n" + debate_section(cells, images)
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:

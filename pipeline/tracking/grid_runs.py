@@ -1,19 +1,23 @@
-"""Logging the next lesson's grid: one parent run per task x model cell.
+"""Logging the cells of the next lesson's grid and of the attention debate: one
+parent run per task x model cell.
 
-In an experiment of its own, `<tracking.experiment>-next-lesson`, so the lesson's
-versions (history, compare, the gap view) stay the lesson's. Tagged `task` and
-`model` (the cell's variant), so the MLflow UI groups and filters by them; its
-numbers under grid/ (held-out accuracy, the solved share, the majority baseline,
-the hand-set accuracy, the shuffled control, per-head numbers) and the cell's
-JSON. A cell already in the store is not logged again.
+In an experiment of its own, `<tracking.experiment>-next-lesson` for the grid and
+`<tracking.experiment>-debate` for the debate, so the lesson's versions (history,
+compare, the gap view) stay the lesson's. Tagged `task` and `model` (the cell's
+variant), so the MLflow UI groups and filters by them; its numbers under grid/
+(held-out accuracy, the solved share, the majority baseline, the hand-set accuracy,
+the shuffled control, per-head numbers) or debate/ (each experiment's summaries),
+and the cell's JSON. A cell already in the store is not logged again.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from pipeline.config import Config
-from pipeline.config.checks import GRID_SUFFIX
+from pipeline.config.checks import DEBATE_SUFFIX, GRID_SUFFIX
 from pipeline.reporting.summary import interval
 from pipeline.tracking.client import NewRun, log_once, source_tags
 from pipeline.tracking.state import nested_metrics, number_params, state_digest
@@ -33,34 +37,94 @@ def cell_metrics(document: dict) -> dict[str, float]:
     return {k: v for k, v in nested_metrics(numbers, "grid/").items() if v == v}
 
 
-def log_cells(cfg: Config, cells: list[tuple[Config, dict, Path]]) -> list[tuple[str, bool]]:
-    """Each (cell config, cell document, its file) as a parent run, under one lock:
-    [(run id, newly logged)]."""
+def debate_metrics(document: dict) -> dict[str, float]:
+    """A debate cell's summaries as debate/... metrics, each eps and lam by its value;
+    not every seed's numbers nor the binned tables."""
+    adversary_keys = ("median_max_jsd", "share_far", "adversary_rationale_weight")
+    numbers = {
+        "learned_rationale_weight": document["learned_rationale_weight"],
+        "adversary": {
+            f"eps_{row['eps']:g}": {key: row[key] for key in adversary_keys}
+            for row in document["adversary"]
+        },
+        "permutation": {
+            key: document["permutation"][key] for key in ("median_output_change", "share_peaked")
+        },
+        "seed_variance": document["seed_variance"],
+        "fixed_attention": document["fixed_attention"],
+        "deception": {
+            f"lam_{row['penalty']:g}": {
+                "heldout_accuracy": row["heldout_accuracy"],
+                "rationale_weight": row["rationale_weight"],
+                "hit_at_1": row["hit_at_1"],
+                "diverged": len(row["diverged_seeds"]),
+            }
+            for row in document["deception"]
+        },
+    }
+    return nested_metrics(numbers, "debate/")
+
+
+def grid_note(name: str, document: dict) -> str:
+    accuracy = interval(document["heldout_accuracy"])
+    return f"{name}: held-out {accuracy} over {document['seeds']} seeds"
+
+
+def debate_note(name: str, document: dict) -> str:
+    first = document["adversary"][0]
+    return (
+        f"{name}: the exact adversary at eps {first['eps']:g} reaches a median JSD of "
+        f"{first['median_max_jsd']['median']:.4f} over {document['seeds']} seeds"
+    )
+
+
+class CellRuns(NamedTuple):
+    """How one kind of cell is logged."""
+
+    suffix: str  # of the experiment's name
+    metrics: Callable[[dict], dict[str, float]]
+    note: Callable[[str, dict], str]
+    source: str  # the command that logs it
+
+
+CELLS = {
+    "grid": CellRuns(GRID_SUFFIX, cell_metrics, grid_note, "python -m pipeline.stages.next_lesson"),
+    "debate": CellRuns(
+        DEBATE_SUFFIX, debate_metrics, debate_note, "python -m pipeline.stages.debate_figures"
+    ),
+}
+
+
+def log_cells(
+    cfg: Config, cells: list[tuple[Config, dict, Path]], stage: str = "grid"
+) -> list[tuple[str, bool]]:
+    """Each (cell config, cell document, its file) of the grid or the debate (`stage`)
+    as a parent run, under one lock: [(run id, newly logged)]."""
     uri = store_uri(cfg.tracking)
-    return locked(uri, lambda: [_log_cell(uri, cfg, *cell) for cell in cells])
+    kind = CELLS[stage]
+    return locked(uri, lambda: [_log_cell(uri, cfg, kind, stage, *cell) for cell in cells])
 
 
-def _log_cell(uri: str, cfg: Config, cell: Config, document: dict, path: Path) -> tuple[str, bool]:
+def _log_cell(
+    uri: str, cfg: Config, kind: CellRuns, stage: str, cell: Config, document: dict, path: Path
+) -> tuple[str, bool]:
     tags = {"task": document["task"], "model": document["variant"]}
 
     def new_run(client, experiment_id: str) -> NewRun:
         name = f"{document['task']} x {document['variant']}"
-        accuracy = document["heldout_accuracy"]
         run_tags = {
-            **source_tags("python -m pipeline.stages.next_lesson"),
+            **source_tags(kind.source),
             **tags,
             "version": name,
-            "mlflow.note.content": (
-                f"{name}: held-out {interval(accuracy)} over {document['seeds']} seeds"
-            ),
+            "mlflow.note.content": kind.note(name, document),
         }
         return NewRun(
             name,
             run_tags,
             number_params(cell),
-            cell_metrics(document),
-            rest=lambda client, run, _: client.log_artifact(run, str(path), artifact_path="grid"),
+            kind.metrics(document),
+            rest=lambda client, run, _: client.log_artifact(run, str(path), artifact_path=stage),
         )
 
     digest = state_digest(cell, document, tags)
-    return log_once(uri, cfg.tracking.experiment + SUFFIX, digest, new_run)
+    return log_once(uri, cfg.tracking.experiment + kind.suffix, digest, new_run)

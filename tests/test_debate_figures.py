@@ -1,0 +1,80 @@
+"""Stage debate_figures (pipeline/stages/debate_figures.py): the debate's figures
+from its cells, and one MLflow parent run per cell, logged once, in an experiment of
+its own with the numbers under debate/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.config.load import composed_yaml
+from pipeline.reporting.figures import debate_figures
+from pipeline.stages import debate_figures as stage
+from tests.conftest import write_cells
+
+COMMITTED = sorted((PROJECT_ROOT / "reports/debate").glob("*.json"))
+
+
+def committed_cells() -> list[dict]:
+    return [json.loads(path.read_text()) for path in COMMITTED]
+
+
+def test_the_figures_are_the_papers_three_and_repeat_byte_for_byte():
+    pngs = debate_figures(committed_cells())
+    assert sorted(pngs) == ["adversary_jsd.png", "deception.png", "permuted_change.png"]
+    assert all(png.startswith(b"\x89PNG") for png in pngs.values())
+    assert debate_figures(committed_cells()) == pngs
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch, store):
+    overrides = [f"tracking.uri={store}", "tracking.experiment=lesson"]
+    (tmp_path / "params.yaml").write_text(composed_yaml(overrides))
+    monkeypatch.chdir(tmp_path)
+    write_cells(tmp_path, validate(compose(overrides)))
+    return tmp_path, store
+
+
+def test_the_stage_writes_the_figures_and_logs_each_cell_once(workdir, capsys):
+    from pipeline.tracking import search_parent_runs
+
+    root, store = workdir
+    stage.main()
+    assert sorted(p.name for p in (root / "reports/debate_figures").iterdir()) == [
+        "adversary_jsd.png",
+        "deception.png",
+        "permuted_change.png",
+    ]
+    assert (root / "reports/provenance/debate_figures.json").exists()
+    assert "logged 2 new of 2 debate cells" in capsys.readouterr().out
+    stage.main()
+    assert "logged 0 new of 2 debate cells" in capsys.readouterr().out  # logged once
+    parents, _ = search_parent_runs(store, "lesson-debate")  # not the lesson's versions
+    assert search_parent_runs(store, "lesson")[0].empty
+    rows = parents.set_index("tags.model")
+    cell = json.loads((root / "reports/debate/lesson-window3.json").read_text())
+    first = cell["adversary"][0]
+    metric = f"metrics.debate/adversary/eps_{first['eps']:g}/median_max_jsd/median"
+    assert rows.loc["window3", metric] == pytest.approx(first["median_max_jsd"]["median"])
+    frozen = "metrics.debate/fixed_attention/frozen/mean"
+    assert rows.loc["window3", frozen] == pytest.approx(cell["fixed_attention"]["frozen"]["mean"])
+    assert rows.loc["window3", "tags.task"] == "lesson"
+
+
+def test_a_cell_made_from_other_params_is_refused_and_nothing_is_drawn(workdir):
+    from pipeline.errors import ConfigError
+
+    root, _ = workdir
+    path = root / "reports/debate/lesson-lesson.json"
+    document = json.loads(path.read_text())
+    document["params"]["debate.seeds"] = 3
+    path.write_text(json.dumps(document))
+    with pytest.raises(ConfigError, match=r"made from other params .*debate\.seeds"):
+        stage.main()
+    assert not (root / "reports/debate_figures").exists()
+    shutil.rmtree(root / "reports/debate")
+    with pytest.raises(ConfigError, match=r"missing reports/debate/lesson-lesson.json"):
+        stage.main()
