@@ -272,9 +272,9 @@ def grid_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
 
 def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
     """A debate cell (pipeline/debate/cell.py): the study's machinery on debate.seeds
-    seeds, then the tests, a chunk of runs at a time, one after the other: the
-    adversary's candidate distributions and the permutations' shuffled weights are
-    their largest tensors."""
+    seeds, then the tests one after the other, their large blocks mapped: the
+    adversary's candidate distributions and the permutations' shuffled weights (a
+    chunk of runs at a time), and the battery behind deception's hit@1."""
     cell = cell_config(cfg, task, variant)
     steps = cell.data.steps
     runs = min(DEBATE_RUNS, cfg.debate.seeds)
@@ -303,6 +303,13 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
                 size,
             ),
             phase="permutations",
+        ),
+        # Deception's hit@1: the battery on debate.trained_seeds runs, its blocks mapped.
+        *battery_terms(
+            cell,
+            min(cfg.debate.trained_seeds, cfg.debate.seeds),
+            "debate.trained_seeds",
+            MAPPED_BATTERY,
         ),
     ]
 

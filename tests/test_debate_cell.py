@@ -28,6 +28,9 @@ def test_a_cell_holds_every_experiment_on_its_seeds(small):
     assert (document["seeds"], document["trained_seeds"]) == (4, 2)
     assert [row["eps"] for row in document["adversary"]] == cfg.debate.epsilons
     assert [row["penalty"] for row in document["deception"]] == cfg.debate.penalties
+    consistent = document["consistent_adversary"]
+    assert [row["penalty"] for row in consistent] == cfg.debate.consistent_penalties
+    assert len(document["seed_variance"]["per_pair_jsd"]) == 2
     assert document["seed_variance"]["pairs"] == 2  # disjoint pairs of 4 seeds
     for row in document["adversary"]:
         assert 0 <= row["median_max_jsd"]["min"] <= row["median_max_jsd"]["max"] <= 0.6932
@@ -91,6 +94,11 @@ def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
         ("debate.epsilons=[0.01,1.0]", "debate.epsilons=1.0: each eps must be in (0, 1)"),
         ("debate.epsilons=[0]", "debate.epsilons=0.0: each eps must be in (0, 1)"),
         ("debate.penalties=[0,-1]", "debate.penalties=-1.0: each lam must be a finite number >= 0"),
+        (
+            "debate.consistent_penalties=[-2]",
+            "debate.consistent_penalties=-2.0: each lam must be a finite number >= 0",
+        ),
+        ("debate.penalties=[]", "debate.penalties=[]: must list at least one lam"),
         ("debate.permutations=0", "debate.permutations=0: must be an integer >= 1"),
         ("debate.seeds=1", "debate.seeds=1: must be an integer >= 2"),
         ("debate.trained_seeds=0", "debate.trained_seeds=0: must be an integer >= 1"),

@@ -22,9 +22,14 @@ def committed_cells() -> list[dict]:
     return [json.loads(path.read_text()) for path in COMMITTED]
 
 
-def test_the_figures_are_the_papers_three_and_repeat_byte_for_byte():
+def test_the_figures_are_the_papers_four_and_repeat_byte_for_byte():
     pngs = debate_figures(committed_cells())
-    assert sorted(pngs) == ["adversary_jsd.png", "deception.png", "permuted_change.png"]
+    assert sorted(pngs) == [
+        "adversary_jsd.png",
+        "consistent_adversary.png",
+        "deception.png",
+        "permuted_change.png",
+    ]
     assert all(png.startswith(b"\x89PNG") for png in pngs.values())
     assert debate_figures(committed_cells()) == pngs
 
@@ -45,6 +50,7 @@ def test_the_stage_writes_the_figures_and_logs_each_cell_once(workdir, capsys):
     stage.main()
     assert sorted(p.name for p in (root / "reports/debate_figures").iterdir()) == [
         "adversary_jsd.png",
+        "consistent_adversary.png",
         "deception.png",
         "permuted_change.png",
     ]

@@ -63,3 +63,14 @@ def test_the_reading_says_whether_the_other_explainers_still_find_the_rationale(
     assert "Nor do the other explainers find it there (hit@1: loo 0.1000, " in (
         debate.cell_reading(lost)
     )
+
+
+def test_the_reading_compares_the_model_consistent_adversary_with_the_per_example_one(cell):
+    near, none = copy.deepcopy(cell), copy.deepcopy(cell)
+    for row in near["consistent_adversary"]:
+        row["tvd"]["mean"], row["jsd"]["mean"] = 0.01, 0.02
+    assert "moves its attention by a mean JSD of at most 0.0200" in debate.cell_reading(near)
+    assert "far more constrained than the per-example adversary's" in debate.cell_reading(near)
+    for row in none["consistent_adversary"]:
+        row["tvd"]["mean"] = 0.3
+    assert "No model-consistent adversary kept its outputs" in debate.cell_reading(none)

@@ -298,11 +298,7 @@ def _check_values(cfg: Config) -> None:
     faith = cfg.faithfulness
     _check(faith.ig_steps >= 1, "faithfulness.ig_steps", "must be an integer >= 1", faith.ig_steps)
     grid = cfg.grid
-    for name, cell in grid.cells.items():
-        key = f"grid.cells.{name}"
-        _check(cell.task in TASKS, f"{key}.task", f"allowed: {', '.join(TASKS)}", cell.task)
-        allowed = f"allowed: {', '.join(VARIANTS)}"
-        _check(cell.variant in VARIANTS, f"{key}.variant", allowed, cell.variant)
+    _check_cells("grid", grid.cells, list(VARIANTS))
     _check(grid.seeds >= 2, "grid.seeds", "must be an integer >= 2", grid.seeds)
     _check(0 < grid.epochs <= MAX_EPOCHS, "grid.epochs", f"must be in 1..{MAX_EPOCHS}", grid.epochs)
     _check(0 < grid.lr < math.inf, "grid.lr", "must be a finite number > 0", grid.lr)
@@ -318,15 +314,20 @@ def _check_values(cfg: Config) -> None:
     _check_tracking(cfg)
 
 
+def _check_cells(group: str, cells: dict, variants: list[str], note: str = "") -> None:
+    """Each cell of the grid or the debate: a known task and one of `variants`."""
+    for name, cell in cells.items():
+        key = f"{group}.cells.{name}"
+        _check(cell.task in TASKS, f"{key}.task", f"allowed: {', '.join(TASKS)}", cell.task)
+        allowed = f"allowed: {', '.join(variants)}{note}"
+        _check(cell.variant in variants, f"{key}.variant", allowed, cell.variant)
+
+
 def _check_debate(cfg: Config) -> None:
     debate = cfg.debate
     # The debate's tests read one head's weights as a distribution over the steps.
     one_head = [name for name, model in VARIANTS.items() if model["kind"] in ONE_HEAD_KINDS]
-    for name, cell in debate.cells.items():
-        key = f"debate.cells.{name}"
-        _check(cell.task in TASKS, f"{key}.task", f"allowed: {', '.join(TASKS)}", cell.task)
-        allowed = f"allowed: {', '.join(one_head)} (one head over the steps)"
-        _check(cell.variant in one_head, f"{key}.variant", allowed, cell.variant)
+    _check_cells("debate", debate.cells, one_head, " (one head over the steps)")
     _check(debate.seeds >= 2, "debate.seeds", "must be an integer >= 2", debate.seeds)
     trained = debate.trained_seeds
     _check(trained >= 1, "debate.trained_seeds", "must be an integer >= 1", trained)
@@ -335,10 +336,12 @@ def _check_debate(cfg: Config) -> None:
         _check(0 < eps < 1, "debate.epsilons", "each eps must be in (0, 1)", eps)
     count = debate.permutations
     _check(count >= 1, "debate.permutations", "must be an integer >= 1", count)
-    _check(debate.penalties != [], "debate.penalties", "must list at least one lam", [])
-    for penalty in debate.penalties:
-        ok = 0 <= penalty < math.inf
-        _check(ok, "debate.penalties", "each lam must be a finite number >= 0", penalty)
+    for key in ("penalties", "consistent_penalties"):
+        values = getattr(debate, key)
+        _check(values != [], f"debate.{key}", "must list at least one lam", [])
+        for penalty in values:
+            ok = 0 <= penalty < math.inf
+            _check(ok, f"debate.{key}", "each lam must be a finite number >= 0", penalty)
 
 
 # MLflow's limit on an experiment's name (mlflow.utils.validation, 2.7 s to import:

@@ -179,6 +179,8 @@ class DebateConfig:
     permutations: int = 100  # seeded random orders of each example's weights
     permutation_seed: int = 0
     penalties: list[float] = field(default_factory=lambda: [0.0, 0.1, 1.0, 10.0])  # deception's lam
+    # The model-consistent adversary's lam: the weight of the JSD it gains on its TVD.
+    consistent_penalties: list[float] = field(default_factory=lambda: [1.0, 10.0, 100.0])
 
 
 @dataclass

@@ -10,10 +10,12 @@ from pathlib import Path
 import pandas as pd
 
 LN2 = math.log(2)  # the largest JSD in natural log
+CLOSE_TVD = 0.05  # a model-consistent adversary that keeps its outputs this close
 CAPTIONS = {  # the debate_figures stage's PNGs (reporting/figures.py's debate_figures)
     "adversary_jsd.png": "the exact adversary's largest JSD against the largest weight",
     "permuted_change.png": "the output's change under permuted weights against the largest weight",
     "deception.png": "deceptive attention: accuracy and the rationale's weight against lam",
+    "consistent_adversary.png": "the model-consistent adversary against the seeds' cloud",
 }
 
 
@@ -96,6 +98,49 @@ def fixed_table(cells: list[dict]) -> pd.DataFrame:
     )
 
 
+def consistent_table(cells: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(
+        [
+            {
+                "cell": name(cell),
+                "lam": f"{row['penalty']:g}",
+                "TVD to the base": mean_interval(row["tvd"]),
+                "JSD to the base": mean_interval(row["jsd"]),
+                "held-out accuracy": mean_interval(row["heldout_accuracy"]),
+                "diverged (left out)": ", ".join(map(str, row["diverged_seeds"])) or "none",
+            }
+            for cell in cells
+            for row in cell["consistent_adversary"]
+        ]
+    )
+
+
+def consistent_reading(cell: dict, per_example_jsd: float) -> str:
+    """What the model-consistent adversary says beside the per-example one: how far a
+    model of the kind moves its attention while its outputs stay close."""
+    rows = cell["consistent_adversary"]
+    close = [row for row in rows if row["tvd"]["mean"] <= CLOSE_TVD]
+    if not close:
+        return (
+            f"No model-consistent adversary kept its outputs within a mean TVD of "
+            f"{CLOSE_TVD:g} of the base's (Wiegreffe & Pinter)"
+        )
+    best = max(close, key=lambda row: row["jsd"]["mean"])
+    reached = best["jsd"]["mean"]
+    verdict = (
+        "the weights a trained model can have are far more constrained than the "
+        "per-example adversary's"
+        if reached < per_example_jsd / 2
+        else "a trained model can move its attention about as far as the per-example adversary"
+    )
+    return (
+        f"Kept within a mean TVD of {CLOSE_TVD:g} of the base's outputs, a model of the "
+        f"same kind moves its attention by a mean JSD of at most {reached:.4f} (lam "
+        f"{best['penalty']:g}; Wiegreffe & Pinter), against the per-example adversary's "
+        f"{per_example_jsd:.4f}: {verdict}"
+    )
+
+
 def deception_table(cells: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(
         [
@@ -169,7 +214,8 @@ def cell_reading(cell: dict) -> str:
         f"output; yet the rationale is known, and {on_rationale}. "
         f"Frozen into a model without attention, the learned weights give held-out accuracy "
         f"{frozen:.4f}, against {learned:.4f} learned and {uniform:.4f} uniform: {carried} "
-        f"(Wiegreffe & Pinter). Deceptive training (Pruthi et al.): {hiding}."
+        f"(Wiegreffe & Pinter). {consistent_reading(cell, far)}. "
+        f"Deceptive training (Pruthi et al.): {hiding}."
     )
 
 
@@ -209,6 +255,12 @@ def debate_section(cells: list[dict], images: list[str] | None = None) -> str:
         "the pooling weights fixed.",
         "",
         table(fixed_table(cells)),
+        "",
+        "A model-consistent adversary (Wiegreffe & Pinter 2019): a model of the same kind, "
+        "started at each base run and trained on mean TVD to its outputs minus lam times "
+        "mean JSD to its weights; held-out distances to the base.",
+        "",
+        table(consistent_table(cells)),
         "",
         "Deceptive attention (Pruthi et al. 2020): a penalty lam on the weight of the "
         "rationale; hit@1: the mean share of held-out sequences whose top step by each "

@@ -463,10 +463,40 @@ def deception_against_penalty(figure: Figure, cells: list[dict]) -> None:
     accuracy_ax.legend(fontsize="small")
 
 
+def consistent_against_seeds(figure: Figure, cells: list[dict]) -> None:
+    """Wiegreffe & Pinter's figure: TVD against JSD to a base run, the seed pairs'
+    cloud (dots, each pair's held-out means) and the model-consistent adversary at
+    each lam (a line), one colour per cell."""
+    ax = figure.subplots()
+    for cell in cells:
+        label = f"{cell['task']} x {cell['variant']}"
+        seeds = cell["seed_variance"]
+        dots = ax.scatter(seeds["per_pair_jsd"], seeds["per_pair_tvd"], s=8, alpha=0.35)
+        rows = cell["consistent_adversary"]
+        ax.plot(
+            [row["jsd"]["mean"] for row in rows],
+            [row["tvd"]["mean"] for row in rows],
+            "o-",
+            color=dots.get_facecolor()[0][:3],
+            label=f"{label}: adversary, lam " + ", ".join(f"{r['penalty']:g}" for r in rows),
+        )
+    ax.set(
+        xlabel="JSD of the weights to the base run (held-out mean)",
+        ylabel="TVD of the outputs to the base run (held-out mean)",
+        xlim=(0, 0.7),
+        ylim=(0, 0.7),
+        title="Model-consistent adversary against two seeds (dots: seed pairs)",
+    )
+    ax.legend(fontsize="small")
+
+
 def debate_figures(cells: list[dict]) -> dict[str, bytes]:
     """The attention debate's PNGs by file name, each drawn as its paper draws it."""
     return {
         "adversary_jsd.png": render(partial(adversary_against_largest, cells=cells), (6, 4)),
         "permuted_change.png": render(partial(permutation_against_largest, cells=cells), (6, 4)),
         "deception.png": render(partial(deception_against_penalty, cells=cells), (9, 3.8)),
+        "consistent_adversary.png": render(
+            partial(consistent_against_seeds, cells=cells), (6, 4.5)
+        ),
     }

@@ -51,6 +51,25 @@ if _started_as_stage():
     signal.signal(signal.SIGTERM, _stopped_while_importing)
 
 
+def cell_arguments(argv: list[str] | None, doc: str) -> tuple[str, str]:
+    """TASK VARIANT of a cell's stage (grid@<cell>, debate@<cell>), each a known name."""
+    import argparse
+
+    from pipeline.errors import ConfigError
+    from pipeline.kinds import TASKS, VARIANTS
+
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("task")
+    parser.add_argument("variant")
+    args = parser.parse_args(argv)
+    if args.task not in TASKS:
+        raise ConfigError(f"unknown task {args.task!r}; allowed: {', '.join(TASKS)}")
+    if args.variant not in VARIANTS:
+        allowed = ", ".join(VARIANTS)
+        raise ConfigError(f"unknown model variant {args.variant!r}; allowed: {allowed}")
+    return args.task, args.variant
+
+
 def _fail(message: str, code: int) -> None:
     with contextlib.suppress(OSError):  # an orphan's stderr may be a closed pipe
         print(message, file=sys.stderr)

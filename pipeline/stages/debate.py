@@ -10,38 +10,27 @@ it is.
 
 from __future__ import annotations
 
-import argparse
-
 from pipeline import provenance
 from pipeline.config import load_params
 from pipeline.debate.cell import run_cell
 from pipeline.errors import ConfigError
 from pipeline.files import write_json
-from pipeline.kinds import TASKS, VARIANTS
 from pipeline.memory import check_memory
-from pipeline.stages import entry
+from pipeline.stages import cell_arguments, entry
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("task")
-    parser.add_argument("variant")
-    args = parser.parse_args(argv)
-    if args.task not in TASKS:
-        raise ConfigError(f"unknown task {args.task!r}; allowed: {', '.join(TASKS)}")
-    if args.variant not in VARIANTS:
-        allowed = ", ".join(VARIANTS)
-        raise ConfigError(f"unknown model variant {args.variant!r}; allowed: {allowed}")
+    task, variant = cell_arguments(argv, __doc__)
     cfg = load_params()
     check_memory(cfg)  # before any work: the largest stage of this config fits
-    document = run_cell(cfg, args.task, args.variant)
+    document = run_cell(cfg, task, variant)
     document["params"] = provenance.grid_params(cfg, stage="debate")  # what readers check
     if load_params() != cfg:
         raise ConfigError("params.yaml changed while the debate cell ran: not publishing")
-    write_json(provenance.cell_path(cfg.paths.debate, args.task, args.variant), document)
+    write_json(provenance.cell_path(cfg.paths.debate, task, variant), document)
     first = document["adversary"][0]
     print(
-        f"{args.task} x {args.variant}: eps {first['eps']}: median max JSD "
+        f"{task} x {variant}: eps {first['eps']}: median max JSD "
         f"{first['median_max_jsd']['median']:.4f} over {document['seeds']} seeds"
     )
 

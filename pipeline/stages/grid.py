@@ -9,40 +9,28 @@ written atomically, and params.yaml is checked again before it is.
 
 from __future__ import annotations
 
-import argparse
-
 from pipeline import provenance
 from pipeline.analysis import grid
 from pipeline.config import load_params
 from pipeline.errors import ConfigError
 from pipeline.files import write_json
-from pipeline.kinds import TASKS, VARIANTS
 from pipeline.memory import check_memory
 from pipeline.reporting.summary import interval
-from pipeline.stages import entry
+from pipeline.stages import cell_arguments, entry
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("task")
-    parser.add_argument("variant")
-    args = parser.parse_args(argv)
-    if args.task not in TASKS:
-        raise ConfigError(f"unknown task {args.task!r}; allowed: {', '.join(TASKS)}")
-    if args.variant not in VARIANTS:
-        allowed = ", ".join(VARIANTS)
-        raise ConfigError(f"unknown model variant {args.variant!r}; allowed: {allowed}")
+    task, variant = cell_arguments(argv, __doc__)
     cfg = load_params()
     check_memory(cfg)  # before any work: the largest stage of this config fits
-    document = grid.run_cell(cfg, args.task, args.variant)
+    document = grid.run_cell(cfg, task, variant)
     document["params"] = provenance.grid_params(cfg)  # what the readers check it against
     if load_params() != cfg:
         raise ConfigError("params.yaml changed while the grid cell ran: not publishing")
-    write_json(provenance.cell_path(cfg.paths.grid, args.task, args.variant), document)
+    write_json(provenance.cell_path(cfg.paths.grid, task, variant), document)
     accuracy = document["heldout_accuracy"]
     print(
-        f"{args.task} x {args.variant}: held-out accuracy {interval(accuracy)} "
-        f"over {document['seeds']} seeds"
+        f"{task} x {variant}: held-out accuracy {interval(accuracy)} over {document['seeds']} seeds"
     )
 
 

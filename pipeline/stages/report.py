@@ -70,16 +70,19 @@ def from_report(cfg: Config, directory: str | Path) -> str:
     return Path(os.path.relpath(directory, Path(cfg.paths.report).parent)).as_posix()
 
 
+def folder_images(cfg: Config, folder: str) -> list[str]:
+    """The PNGs of a stage's figure folder, as report.md links them, by name."""
+    prefix = from_report(cfg, folder)
+    return [f"{prefix}/{png.name}" for png in sorted(Path(folder).glob("*.png"))]
+
+
 def next_lesson(cfg: Config) -> str:
     """The section "The next lesson" from the grid's cells, with the next_lesson
     stage's figures; none without cells."""
     cells = [document for _, document in provenance.grid_cells(cfg)]
     if not cells:
         return ""
-    figures_dir = Path(cfg.paths.next_lesson)
-    prefix = from_report(cfg, figures_dir)
-    images = [f"{prefix}/{png.name}" for png in sorted(figures_dir.glob("*.png"))]
-    return "\n" + next_lesson_section(cells, images)
+    return "\n" + next_lesson_section(cells, folder_images(cfg, cfg.paths.next_lesson))
 
 
 def debate(cfg: Config) -> str:
@@ -88,10 +91,7 @@ def debate(cfg: Config) -> str:
     cells = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
     if not cells:
         return ""
-    figures_dir = Path(cfg.paths.debate_figures)
-    prefix = from_report(cfg, figures_dir)
-    images = [f"{prefix}/{png.name}" for png in sorted(figures_dir.glob("*.png"))]
-    return "\n" + debate_section(cells, images)
+    return "\n" + debate_section(cells, folder_images(cfg, cfg.paths.debate_figures))
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:

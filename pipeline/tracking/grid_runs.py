@@ -50,7 +50,15 @@ def debate_metrics(document: dict) -> dict[str, float]:
         "permutation": {
             key: document["permutation"][key] for key in ("median_output_change", "share_peaked")
         },
-        "seed_variance": document["seed_variance"],
+        "seed_variance": {
+            key: value
+            for key, value in document["seed_variance"].items()
+            if not key.startswith("per_pair_")  # every pair's: the figure's, not MLflow's
+        },
+        "consistent_adversary": {
+            f"lam_{row['penalty']:g}": {key: row[key] for key in ("tvd", "jsd", "heldout_accuracy")}
+            for row in document["consistent_adversary"]
+        },
         "fixed_attention": document["fixed_attention"],
         "deception": {
             f"lam_{row['penalty']:g}": {
