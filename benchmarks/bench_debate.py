@@ -1,10 +1,12 @@
-"""Seconds of the exact adversary (pipeline.debate.adversary.py) on the lesson.
+"""Seconds and numbers of the attention debate's experiments (pipeline/debate/).
 
-    python benchmarks/bench_adversary.py [--seeds 1000] [--chunk 100]
+    python benchmarks/bench_debate.py [--seeds 1000] [--chunk 100]
 
 Trains `--seeds` runs of the default config (timed apart), then solves the exact
 adversary on every held-out sequence of every run at each eps of [0.01, 0.05],
-`--chunk` runs at a time, and prints the seconds and the median of the maximum JSD.
+`--chunk` runs at a time, times permuted attention and the seed variance, trains
+uniform, frozen and deceptive attention, and prints the seconds and the numbers of
+the lesson's two runs (docs/debate.md).
 """
 
 from __future__ import annotations
