@@ -243,6 +243,24 @@ def battery_terms(cfg: Config, runs: int, runs_key: str, heap: float = 1.0) -> l
     ]
 
 
+def per_example_scores_term(cfg: Config, runs: int, runs_key: str, phase: str = "") -> MemoryTerm:
+    """The battery's values per (run, held-out example), every row and metric, kept for
+    the paired comparisons (pipeline/analysis/paired.py): at most every declared
+    explainer, one row per head, and the random order."""
+    rows = len(registry.EXPLAINERS) + interface.pooling_heads(cfg.model) + 1
+    return MemoryTerm(
+        "the battery's per-example scores",
+        (
+            ("runs", runs_key, runs),
+            ("held-out", "data.split", cfg.data.split[2]),
+            ("rows", "", rows),
+            ("metrics", "", len(registry.SCORES)),
+            ("bytes", "", 8),
+        ),
+        phase,
+    )
+
+
 def sequences_term(cfg: Config) -> MemoryTerm:
     return MemoryTerm(
         "the sequences",
@@ -267,6 +285,7 @@ def grid_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
         sequences_term(cell),
         *study_terms(cell, cfg.grid.seeds, "grid.seeds", sets),
         *battery_terms(cell, battery_runs, key, MAPPED_BATTERY),
+        per_example_scores_term(cell, battery_runs, key, phase="battery"),
     ]
 
 
@@ -328,6 +347,7 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
         "faithfulness": [
             sequences_term(cfg),
             study[0],  # the study's parameters, read
+            per_example_scores_term(cfg, cfg.study.seeds, "study.seeds"),
             *battery_terms(cfg, cfg.study.seeds, "study.seeds", MANY_CHUNKS_HEAP),
         ],
         "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read

@@ -32,7 +32,15 @@ def full_probability(params: Params, inputs: torch.Tensor) -> torch.Tensor:
 
 
 def test_every_explainer_scores_every_step(lesson, scores):
-    assert list(scores) == list(explainers.EXPLAINERS)
+    # The lesson has one head and no layer: rollout, flow and the per-head views do not apply.
+    assert list(scores) == [
+        "attention",
+        "loo",
+        "gradient",
+        "grad_x_input",
+        "integrated_gradients",
+        "value_norm",
+    ]
     for name, values in scores.items():
         assert values.shape == (2, 180, 12), name
         assert values.dtype == F64, name
@@ -139,3 +147,94 @@ def test_explain_rejects_unknown_names():
     params = interface.init_params(1, [1], ModelConfig(), 3)
     with pytest.raises(ValueError, match="unknown explainers \\['lime'\\]"):
         explainers.explain(params, torch.zeros(1, 3, 2, dtype=F64), ["attention", "lime"])
+
+
+def test_explain_refuses_an_explainer_that_does_not_apply():
+    params = interface.init_params(1, [1], ModelConfig(), 3)
+    with pytest.raises(ValueError, match="attention_rollout does not apply to model kind lesson"):
+        explainers.explain(params, torch.zeros(1, 3, 2, dtype=F64), ["attention_rollout"])
+
+
+# --- through the window layer, and per head -------------------------------------------
+
+
+def window_run(window: int, seeds: list[int], steps: int = 6) -> Params:
+    return interface.init_params(3, seeds, ModelConfig(kind="window", window=window), steps)
+
+
+def test_the_layer_attention_matrix_is_what_the_layer_mixes():
+    params = window_run(3, [1, 2])
+    inputs = torch.randn(5, 6, 2, generator=torch.Generator().manual_seed(0), dtype=F64)
+    layer = interface.layer_attention(params, inputs)  # (S, N, T, T)
+    assert layer.shape == (2, 5, 6, 6)
+    torch.testing.assert_close(layer.sum(-1), torch.ones(2, 5, 6, dtype=F64))
+    steps = torch.arange(6)
+    outside = (steps[:, None] < steps[None, :]) | (steps[:, None] - steps[None, :] >= 3)
+    assert bool((layer[..., outside] == 0).all())  # causal, window of 3
+    values = torch.einsum("scd,ntd->sntc", params.named["Wv_layer"], inputs)
+    mixed = inputs + torch.einsum("sntj,snjc->sntc", layer, values)
+    from pipeline.models import window
+
+    torch.testing.assert_close(window.layer(params, inputs), mixed, rtol=1e-12, atol=1e-14)
+
+
+def test_rollout_and_flow_by_hand():
+    """Zero layer and pooling keys: the layer attends uniformly over its window of 2
+    (step 0 only to itself), the pooling 1/4 on each of T = 4 steps. R = (L + I) / 2:
+    R[0, 0] = 1, R[t, t] = 3/4 and R[t, t-1] = 1/4 for t >= 1.
+    Rollout sum_t a_t R[t, j]: (1 + 1/4) / 4, (3/4 + 1/4) / 4 twice, (3/4) / 4.
+    Flow sum_t min(a_t, R[t, j]): 1/4 + 1/4, twice the same, and 1/4 from step 3 alone."""
+    params = window_run(2, [1], steps=4)
+    for name in ("Wq_layer", "Wk_layer", "Wk"):
+        params.named[name].zero_()
+    inputs = torch.randn(3, 4, 2, generator=torch.Generator().manual_seed(1), dtype=F64)
+    scores = explainers.explain(
+        params, inputs, ["attention", "attention_rollout", "attention_flow"]
+    )
+    torch.testing.assert_close(scores["attention"], torch.full((1, 3, 4), 0.25, dtype=F64))
+    rollout = torch.tensor([1.25, 1.0, 1.0, 0.75], dtype=F64) / 4
+    flow = torch.tensor([0.5, 0.5, 0.5, 0.25], dtype=F64)
+    torch.testing.assert_close(scores["attention_rollout"], rollout.expand(1, 3, 4))
+    torch.testing.assert_close(scores["attention_flow"], flow.expand(1, 3, 4))
+
+
+def test_flow_is_networkx_s_maximum_flow_through_the_layer():
+    """Abnar & Zuidema's graph: output -> h_t (capacity a_t) -> x_j (capacity R[t, j]);
+    networkx's maximum flow to each x_j against the explainer's closed form."""
+    import networkx as nx
+
+    params = window_run(3, [4, 5], steps=5)
+    inputs = torch.randn(3, 5, 2, generator=torch.Generator().manual_seed(2), dtype=F64)
+    weights = explainers.attention(params, inputs)
+    rolled = explainers.rolled_out_layer(params, inputs)
+    flow = explainers.attention_flow(params, inputs)
+    for s in range(2):
+        for n in range(3):
+            graph = nx.DiGraph()
+            for t in range(5):
+                graph.add_edge("output", ("h", t), capacity=float(weights[s, n, t]))
+                for j in range(5):
+                    graph.add_edge(("h", t), ("x", j), capacity=float(rolled[s, n, t, j]))
+            for j in range(5):
+                expected = nx.maximum_flow_value(graph, "output", ("x", j))
+                assert float(flow[s, n, j]) == pytest.approx(expected, rel=1e-12, abs=1e-15)
+
+
+def test_each_head_and_the_largest_head_are_rows_of_their_own():
+    params = interface.init_params(1, [1, 2], ModelConfig(kind="multihead", heads=3), 4)
+    inputs = torch.randn(5, 4, 2, generator=torch.Generator().manual_seed(3), dtype=F64)
+    names = ["attention", "attention_max_head", "attention_head"]
+    scores = explainers.explain(params, inputs, names)
+    assert list(scores) == [*names[:2], "attention_head1", "attention_head2", "attention_head3"]
+    heads = interface.head_weights(params, inputs)  # (S, N, H, T)
+    for h in range(3):
+        assert torch.equal(scores[f"attention_head{h + 1}"], heads[:, :, h])
+    assert torch.equal(scores["attention_max_head"], heads.amax(-2))
+    torch.testing.assert_close(scores["attention"], heads.mean(-2))
+    assert explainers.rows(params.cfg) == [
+        *explainers.applicable(ModelConfig()),
+        "attention_max_head",
+        "attention_head1",
+        "attention_head2",
+        "attention_head3",
+    ]

@@ -13,10 +13,12 @@ from scipy.stats import kendalltau
 from pipeline.analysis import explainers, faithfulness, metrics, registry
 from pipeline.config import PROJECT_ROOT, FaithfulnessConfig, ModelConfig, compose, validate
 from pipeline.errors import ConfigError
+from pipeline.models import interface
 from pipeline.models import lesson as lesson_model
 from pipeline.models.parameters import Params
 
 F64 = torch.float64
+FEW_NODES = FaithfulnessConfig(ig_steps=8)
 
 
 def t(rows) -> torch.Tensor:
@@ -251,7 +253,7 @@ def test_removal_curves_against_a_loop(lesson):
 
 
 def test_battery_document_shape(lesson_battery):
-    rows = [*explainers.EXPLAINERS, registry.RANDOM]
+    rows = [*explainers.applicable(ModelConfig()), registry.RANDOM]
     assert list(lesson_battery) == ["1", "2"]
     for seed in ("1", "2"):
         assert list(lesson_battery[seed]) == rows
@@ -334,6 +336,51 @@ def test_battery_checks_its_inputs(lesson):
 # --- over the study's runs, and the committed outputs ---------------------------------------
 
 
+def test_per_example_values_average_to_the_run_means(lesson):
+    args = (lesson.params, lesson.inputs, lesson.marked, lesson.seeds)
+    means = faithfulness.battery_tensors(*args)
+    per_example = faithfulness.battery_tensors(*args, per_example=True)
+    assert list(per_example) == list(means)
+    for row, numbers in per_example.items():
+        assert numbers["hit_at_1"].shape == (2, 180), row
+        for metric, values in faithfulness.run_means(numbers).items():
+            assert torch.equal(values, means[row][metric]), (row, metric)
+
+
+def test_study_pairs_every_competitor_pair_or_each_against_a_reference(lesson):
+    args = (lesson.params, lesson.inputs, lesson.marked, lesson.seeds)
+    per_example = faithfulness.battery_tensors(*args, per_example=True)
+    every = faithfulness.study_pairs(per_example, resamples=20, bootstrap_seed=0)
+    assert "attention vs gradient" in every["hit_at_1"] and len(every["hit_at_1"]) == 15
+    assert not any(
+        "loo" in key for key in every["tau_loo"]
+    )  # the reference of tau does not compete
+    assert not any(registry.RANDOM in key for pairs in every.values() for key in pairs)
+    against = faithfulness.study_pairs(per_example, 20, 0, reference="attention")
+    assert list(against["auprc"]) == [
+        f"{row} vs attention" for row in explainers.applicable(ModelConfig()) if row != "attention"
+    ]
+    entry = against["auprc"]["gradient vs attention"]
+    mean = {row: per_example[row]["auprc"].mean(-1).mean() for row in ("gradient", "attention")}
+    assert entry["difference"] == pytest.approx(float(mean["gradient"] - mean["attention"]))
+
+
+def test_the_window_battery_scores_rollout_and_flow_and_multihead_each_head():
+    inputs = torch.randn(6, 5, 2, generator=torch.Generator().manual_seed(0), dtype=F64)
+    marked = torch.tensor([0, 1, 2, 3, 4, 0])
+    window = interface.init_params(1, [1, 2], ModelConfig(kind="window", window=2), 5)
+    table = faithfulness.battery_tensors(window, inputs, marked, [1, 2], settings=FEW_NODES)
+    assert list(table)[-3:] == ["attention_rollout", "attention_flow", registry.RANDOM]
+    heads = interface.init_params(1, [1, 2], ModelConfig(kind="multihead", heads=2), 5)
+    table = faithfulness.battery_tensors(heads, inputs, marked, [1, 2], settings=FEW_NODES)
+    assert list(table)[-4:] == [
+        "attention_max_head",
+        "attention_head1",
+        "attention_head2",
+        registry.RANDOM,
+    ]
+
+
 def test_first_shares_count_ties_and_leave_out_the_reference_and_random():
     t = torch.tensor
     table = {
@@ -361,10 +408,20 @@ def test_committed_battery_agrees_with_the_lesson_metrics():
     assert set(battery) == set(lesson) == {"1", "2"}
     for seed, run in battery.items():
         assert run["attention"]["hit_at_1"] == lesson[seed]["argmax_hit"]
-        assert set(run) == {*explainers.EXPLAINERS, registry.RANDOM}
+        assert list(run) == [*explainers.applicable(ModelConfig()), registry.RANDOM]
         assert all(set(numbers) == set(registry.SCORES) for numbers in run.values())
     study = json.loads((reports / "study/faithfulness.json").read_text())
     assert study["seeds"] == 1000
+    # Each paired difference is the difference of the two means the study table shows.
+    means = study["explainers"]
+    for metric, pairs in study["paired"].items():
+        assert len(pairs) == math.comb(len(registry.competitors(list(means), metric)), 2)
+        for key, entry in pairs.items():
+            first, second = key.split(" vs ")
+            gap = means[first][metric]["mean"] - means[second][metric]["mean"]
+            assert entry["difference"] == pytest.approx(gap, abs=2e-8), (metric, key)
+            assert entry["ci95_low"] <= entry["difference"] <= entry["ci95_high"], (metric, key)
+            assert entry["share_first_better"] + entry["share_second_better"] <= 1.0
 
 
 @pytest.mark.parametrize(

@@ -166,7 +166,7 @@ def test_an_explainer_registered_in_a_test_is_scored_and_listed(monkeypatch):
     assert set(table) == {"first_channel", registry.RANDOM}
     assert set(table["first_channel"]) == set(registry.SCORES)
     assert all(torch.isfinite(v).all() for v in table["first_channel"].values())
-    sentence = registry.explainers_sentence()
+    sentence = registry.explainers_sentence(explainers.rows(ModelConfig()))
     assert sentence.startswith("Seven explainers score every step")
     assert sentence.endswith("`value_norm` (weight times |readout|) and `first_channel` (a toy)")
 
@@ -175,4 +175,14 @@ def test_the_report_s_explainer_sentence_is_the_committed_one():
     from pipeline.config import PROJECT_ROOT
 
     text = (PROJECT_ROOT / "reports/report.md").read_text()
-    assert registry.explainers_sentence() + "; `random` is a random order" in text
+    from pipeline.config import ModelConfig
+
+    lesson = explainers.rows(ModelConfig())  # one head, no layer
+    assert registry.explainers_sentence(lesson) + "; `random` is a random order" in text
+    assert "attention_rollout" not in registry.explainers_sentence(lesson)
+    assert "`attention_head` (each head's weight)" in registry.explainers_sentence(
+        ["attention", "attention_head1", "attention_head2"]
+    )
+    assert registry.explainer_of("attention_head2") == "attention_head"
+    with pytest.raises(KeyError, match="no explainer gives the battery row value_norm2"):
+        registry.explainer_of("value_norm2")  # not a per-head explainer

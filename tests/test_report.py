@@ -329,13 +329,13 @@ def test_faithfulness_reading_names_where_metrics_disagree():
         assert f"- `{metric}`: " in text  # what each number measures
     assert "Attention's tau_loo is 0.9302 on run 1 and 0.0136 on run 2" in text
     assert "its hit@1 is 0.3444 and 1.0000: the two disagree" in text
-    assert "different explainers lead: the metrics disagree" in text
-    # No winner by fiat: the same sentence with every metric led by one explainer.
-    one = copy.deepcopy(summary)
-    for name, entry in one["explainers"].items():
-        for numbers in entry.values():
-            if "share_first" in numbers:
-                numbers["share_first"] = 1.0 if name == "gradient" else 0.0
-    assert "One explainer leads on every metric." in reading.faithfulness_reading(
-        document, one, higher
+    # Paired, with intervals: a winner only where the interval leaves out 0.
+    assert "- `tau_loo`: gradient beats value_norm by 0.4563 (gradient - value_norm [" in text
+    assert "- `hit_at_1`: grad_x_input and loo show no difference" in text
+    assert "on `hit_at_1` against loo (43% against 8%, mean favouring loo by 0.0156)" in text
+    moved = copy.deepcopy(summary)
+    entry = moved["paired"]["hit_at_1"]["loo vs grad_x_input"]
+    entry.update(difference=-0.01, ci95_low=-0.02, ci95_high=-0.005)
+    assert "- `hit_at_1`: grad_x_input beats loo by 0.0100" in reading.faithfulness_reading(
+        document, moved, higher
     )

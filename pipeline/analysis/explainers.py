@@ -19,6 +19,23 @@ different questions about the same prediction:
   times the size of the step's readout, a_t |w . V_t| = a_t |value_direction . x_t|
   (the norm-based view of Kobayashi et al. 2020).
 
+Where a kind has a layer before the pooling (window), the pooling weighs the
+layer's outputs h_t, each a mix of its window of inputs, so a_t is not about
+input step t. Abnar & Zuidema, "Quantifying Attention Flow in Transformers" (ACL
+2020), carry the weights through the layer, its residual counted as attention to
+itself: R = (L + I) / 2, L the layer's attention (rows sum to 1, so R's do too):
+
+- `attention_rollout`: sum_t a_t R[t, j], the pooling's weights times the rolled-out
+  layer (their rollout: the product of every layer's R, here one).
+- `attention_flow`: the maximum flow from the output to input step j through the
+  graph output -> h_t (capacity a_t) -> x_j (capacity R[t, j]). Every path to x_j
+  has two edges and passes one h_t, so the maximum flow is sum_t min(a_t, R[t, j]);
+  tests/test_explainers.py checks it against networkx's maximum_flow_value.
+
+Where a kind has several pooling heads (multihead), `attention` is their mean;
+`attention_max_head` is the max over heads of a_{h,t}, and `attention_head<h>` each
+head's own weights (the heads experiment's "division of labour").
+
 The gradient family explains P(y=1) = pooling.probability(logit) with captum.
 captum sees one batch row holding every run and example, inputs (1, S, N, T, C),
 and a forward that returns sum_{s,n} P(y=1 | x_{s,n}) per row
@@ -41,7 +58,7 @@ import torch
 
 from pipeline.analysis import registry
 from pipeline.analysis.metrics import ablation_effects
-from pipeline.config import FaithfulnessConfig
+from pipeline.config import FaithfulnessConfig, ModelConfig
 from pipeline.models import interface
 from pipeline.models.interface import forward
 from pipeline.models.parameters import Params
@@ -162,6 +179,35 @@ def value_norm(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     return interface.value_norm(params, inputs)
 
 
+def rolled_out_layer(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """R = (L + I) / 2, the layer's attention with its residual: (S, N, T, T)."""
+    layer = interface.layer_attention(params, inputs)
+    identity = torch.eye(layer.shape[-1], dtype=layer.dtype, device=layer.device)
+    return (layer + identity) / 2
+
+
+def attention_rollout(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """sum_t a_t R[t, j]: the pooling weights carried to the input steps: (S, N, T)."""
+    weights = attention(params, inputs)
+    return (weights[..., :, None] * rolled_out_layer(params, inputs)).sum(-2)
+
+
+def attention_flow(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """sum_t min(a_t, R[t, j]): the maximum flow from the output to input step j: (S, N, T)."""
+    weights = attention(params, inputs)
+    return torch.minimum(weights[..., :, None], rolled_out_layer(params, inputs)).sum(-2)
+
+
+def attention_max_head(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """max_h a_{h,t}: (S, N, T)."""
+    return interface.head_weights(params, inputs).amax(-2)
+
+
+def attention_head(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """Each head's weights a_{h,t}, head first: (H, S, N, T)."""
+    return interface.head_weights(params, inputs).movedim(-2, 0)
+
+
 # Each function under its declaration's key (pipeline/analysis/registry.py).
 EXPLAINERS: dict[str, Explainer] = {
     "attention": attention,
@@ -170,7 +216,37 @@ EXPLAINERS: dict[str, Explainer] = {
     "grad_x_input": grad_x_input,
     "integrated_gradients": integrated_gradients,
     "value_norm": value_norm,
+    "attention_rollout": attention_rollout,
+    "attention_flow": attention_flow,
+    "attention_max_head": attention_max_head,
+    "attention_head": attention_head,
 }
+# Which models an explainer applies to, by its declaration's `applies`.
+APPLIES: dict[str, Callable[[ModelConfig], bool]] = {
+    "every": lambda model: True,
+    "layer": interface.has_layer_attention,
+    "heads": lambda model: interface.pooling_heads(model) > 1,
+}
+
+
+def applicable(model: ModelConfig) -> list[str]:
+    """The explainers that apply to `model`, in the registry's order."""
+    return [key for key, e in registry.EXPLAINERS.items() if APPLIES[e.applies](model)]
+
+
+def rows(model: ModelConfig, names: list[str] | None = None) -> list[str]:
+    """The battery's rows for the named explainers (the applicable ones by default): a
+    per-head explainer gives one row per head, `<key><h>` from 1."""
+    chosen = applicable(model) if names is None else names
+    return [
+        row
+        for name in chosen
+        for row in (
+            [f"{name}{h + 1}" for h in range(interface.pooling_heads(model))]
+            if registry.EXPLAINERS[name].per_head
+            else [name]
+        )
+    ]
 
 
 def explain(
@@ -179,15 +255,25 @@ def explain(
     names: list[str] | None = None,
     settings: FaithfulnessConfig = DEFAULTS,
 ) -> dict[str, torch.Tensor]:
-    """Scores (S, N, T) of every named explainer (all of `EXPLAINERS` by default), each
-    given the settings its declaration names (registry.EXPLAINERS)."""
-    chosen = list(EXPLAINERS) if names is None else names
+    """Scores (S, N, T) of every named explainer (those that apply to the model by
+    default), each given the settings its declaration names (registry.EXPLAINERS);
+    a per-head explainer's under one row per head (`rows`)."""
+    model = params.cfg
+    chosen = applicable(model) if names is None else names
     unknown = sorted(set(chosen) - set(EXPLAINERS))
     if unknown:
         raise ValueError(f"unknown explainers {unknown}; allowed: {', '.join(EXPLAINERS)}")
+    for name in chosen:
+        if not APPLIES[registry.EXPLAINERS[name].applies](model):
+            raise ValueError(
+                f"explainer {name} does not apply to model kind {model.kind}; it applies to "
+                f"{', '.join(applicable(model))}"
+            )
     scores = {}
     for name in chosen:
-        declared = registry.EXPLAINERS[name].settings
-        options = {argument: getattr(settings, key) for argument, key in declared.items()}
-        scores[name] = EXPLAINERS[name](params, inputs, **options)
+        declared = registry.EXPLAINERS[name]
+        options = {argument: getattr(settings, key) for argument, key in declared.settings.items()}
+        values = EXPLAINERS[name](params, inputs, **options)
+        named = rows(model, [name])
+        scores.update(zip(named, values if declared.per_head else [values], strict=True))
     return scores

@@ -48,13 +48,15 @@ random-order reference for every explainer's.
 
 from __future__ import annotations
 
+import itertools
 from functools import partial
 
 import numpy as np
 import torch
 
 from pipeline import ties
-from pipeline.analysis.explainers import DEFAULTS, EXPLAINERS, explain
+from pipeline.analysis.explainers import DEFAULTS, applicable, explain
+from pipeline.analysis.explainers import rows as explainer_rows
 from pipeline.analysis.registry import RANDOM, SCORES, competitors, higher_is_better, model_scores
 from pipeline.config import FaithfulnessConfig
 from pipeline.memory import BATTERY_RUNS
@@ -223,8 +225,11 @@ def battery_tensors(
     explainers: list[str] | None = None,
     settings: FaithfulnessConfig = DEFAULTS,
     seed_chunk: int = SEED_CHUNK,
+    per_example: bool = False,
 ) -> dict[str, dict[str, torch.Tensor]]:
-    """{explainer: {metric: (S,)}} for the explainers (all by default) and `random`.
+    """{row: {metric: (S,)}} for the explainers (those that apply to the model by
+    default; a per-head explainer gives a row per head) and `random`;
+    with `per_example`, every (run, example)'s value: (S, N), nan where tau_b has none.
 
     Runs are processed `seed_chunk` at a time; every run and example of a chunk
     goes through each explainer and each removal curve in one batched pass. The
@@ -234,8 +239,8 @@ def battery_tensors(
     decide each label. `settings`: the explainers' own (integrated gradients' nodes)
     and the random baseline's seed.
     """
-    names = list(EXPLAINERS) if explainers is None else list(explainers)
-    rows = [*names, RANDOM]
+    names = applicable(params.cfg) if explainers is None else list(explainers)
+    rows = [*explainer_rows(params.cfg, names), RANDOM]
     steps = inputs.shape[1]
     rationale = rationale_mask(rationale, steps)
     noise = random_scores(seeds, inputs.shape[0], steps, settings.order_seed, inputs.dtype)
@@ -244,8 +249,9 @@ def battery_tensors(
         part = params.map(lambda t: t[start : start + seed_chunk])
         scores = explain(part, inputs, sorted(set(names) | {"loo"}), settings)
         scores[RANDOM] = noise[start : start + seed_chunk].to(inputs.device)
+        reduce = (lambda values: values) if per_example else run_means
         return {
-            row: run_means(example_metrics(part, inputs, rationale, scores[row], scores["loo"]))
+            row: reduce(example_metrics(part, inputs, rationale, scores[row], scores["loo"]))
             for row in rows
         }
 
@@ -326,6 +332,29 @@ def first_shares(table: dict[str, dict[str, torch.Tensor]]) -> dict:
         for row, share in zip(rows, firsts.tolist(), strict=True):
             shares[row][metric] = share
     return shares
+
+
+def study_pairs(
+    table: dict[str, dict[str, torch.Tensor]],
+    resamples: int,
+    bootstrap_seed: int,
+    reference: str | None = None,
+) -> dict:
+    """{metric: {"<a> vs <b>": paired difference}} from per-example values (S, N)
+    (pipeline/analysis/paired.py): every pair of the metric's competitors, or with
+    `reference` each competitor against it."""
+    from pipeline.analysis import paired
+
+    rows = list(table)
+    pairs = {}
+    for metric in next(iter(table.values())):
+        rivals = competitors(rows, metric)
+        pairs[metric] = (
+            list(itertools.combinations(rivals, 2))
+            if reference is None
+            else [(row, reference) for row in rivals if row != reference]
+        )
+    return paired.paired_comparisons(table, pairs, higher_is_better(), resamples, bootstrap_seed)
 
 
 def study_summary(

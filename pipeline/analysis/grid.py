@@ -33,6 +33,7 @@ import torch
 
 from pipeline import data, tasks, ties
 from pipeline.analysis import capacity, faithfulness, metrics, seed_study, stats
+from pipeline.analysis.registry import ATTENTION
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
 from pipeline.kinds import VARIANTS
@@ -112,21 +113,29 @@ def cell_battery(
     cfg: Config, task: str, runs: seed_study.SeedRuns, heldout: tuple[torch.Tensor, ...]
 ) -> dict:
     """The battery's summary over the first grid.faithfulness_seeds runs (means with a
-    95% bootstrap interval over runs, share first), the task's metrics only."""
+    95% bootstrap interval over runs, share first), the task's metrics only, and each
+    explainer against attention paired on the same runs and examples."""
     inputs, _, marked = heldout
     count = min(cfg.grid.faithfulness_seeds, len(runs.seeds))
     params = interface.from_flat(runs.params[:count].to(inputs), cfg.model, cfg.data.steps)
     rationale = faithfulness.task_rationale(task, marked, cfg.data.steps)
-    table = faithfulness.battery_tensors(
+    per_example = faithfulness.battery_tensors(
         params,
         inputs,
         rationale,
         runs.seeds[:count],
         settings=cfg.faithfulness,
+        per_example=True,
     )
     applies = faithfulness.applicable_metrics(rationale.tolist())
-    table = {row: {m: numbers[m] for m in applies} for row, numbers in table.items()}
-    return faithfulness.study_summary(table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
+    per_example = {row: {m: numbers[m] for m in applies} for row, numbers in per_example.items()}
+    table = {row: faithfulness.run_means(numbers) for row, numbers in per_example.items()}
+    resamples, bootstrap_seed = cfg.study.bootstrap, cfg.study.bootstrap_seed
+    summary = faithfulness.study_summary(table, resamples, bootstrap_seed)
+    summary["paired"] = faithfulness.study_pairs(
+        per_example, resamples, bootstrap_seed, reference=ATTENTION
+    )
+    return summary
 
 
 def run_cell(cfg: Config, task: str, variant: str) -> dict:

@@ -226,6 +226,7 @@ SCORES: dict[str, Score] = {
     )
 }
 RANDOM = "random"  # the battery's reference row: a random order of the steps
+ATTENTION = "attention"  # the explainer the debate is about, the others paired against it
 
 
 def higher_is_better() -> dict[str, bool]:
@@ -250,11 +251,15 @@ def competitors(rows: list[str], score: str) -> list[str]:
 class Explainer:
     """An explainer of the battery (its function: `explainers.EXPLAINERS[key]`).
     `note`: what report.md says of it in parentheses; `settings`: the function's
-    keyword arguments, each read from the faithfulness config's field."""
+    keyword arguments, each read from the faithfulness config's field; `applies`:
+    the models it explains, every one, those with a layer before the pooling, or
+    those with several heads (APPLIES); `per_head`: one row per head, `<key><h>`."""
 
     key: str
     note: str = ""
     settings: dict[str, str] = field(default_factory=dict)
+    applies: str = "every"
+    per_head: bool = False
 
 
 EXPLAINERS: dict[str, Explainer] = {
@@ -266,14 +271,35 @@ EXPLAINERS: dict[str, Explainer] = {
         Explainer("grad_x_input"),
         Explainer("integrated_gradients", "captum", {"n_steps": "ig_steps"}),
         Explainer("value_norm", "weight times |readout|"),
+        Explainer("attention_rollout", "the weight through the layer", applies="layer"),
+        Explainer("attention_flow", "the maximum flow through the layer", applies="layer"),
+        Explainer("attention_max_head", "the largest head's weight", applies="heads"),
+        Explainer("attention_head", "each head's weight", applies="heads", per_head=True),
     )
 }
+APPLIES = ("every", "layer", "heads")
+
+
+def explainer_of(row: str) -> str:
+    """The declaration a battery row comes from: a per-head row `<key><h>` is `key`'s."""
+    if row in EXPLAINERS:
+        return row
+    key = row.rstrip("0123456789")
+    if key in EXPLAINERS and EXPLAINERS[key].per_head and key != row:
+        return key
+    raise KeyError(f"no explainer gives the battery row {row}")
+
+
 NUMBER_WORDS = ("No", "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine")
 
 
-def explainers_sentence() -> str:
-    """report.md's list of the battery's explainers, from the declarations."""
-    named = [f"`{e.key}`" + (f" ({e.note})" if e.note else "") for e in EXPLAINERS.values()]
+def explainers_sentence(rows: list[str] | None = None) -> str:
+    """report.md's list of the battery's explainers (those whose rows are in `rows`,
+    every declared one by default), from the declarations."""
+    keys = list(EXPLAINERS) if rows is None else list(dict.fromkeys(map(explainer_of, rows)))
+    named = [
+        f"`{key}`" + (f" ({EXPLAINERS[key].note})" if EXPLAINERS[key].note else "") for key in keys
+    ]
     listed = ", ".join(named[:-1]) + f" and {named[-1]}" if len(named) > 1 else named[0]
     count = len(named)
     word = NUMBER_WORDS[count] if count < len(NUMBER_WORDS) else str(count)

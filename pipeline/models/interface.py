@@ -71,6 +71,16 @@ def value_norm(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     return kind(params.cfg.kind).value_norm(params, inputs)
 
 
+def layer_attention(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """The attention of the kind's layer before the pooling as (S, N, T, T): row t
+    holds what position t reads of each input step."""
+    return kind(params.cfg.kind).layer_attention(params, inputs)
+
+
+def has_layer_attention(cfg: ModelConfig) -> bool:
+    return kind(cfg.kind).defines("layer_attention")
+
+
 def extra_values(
     params: Params, inputs: torch.Tensor, marked: torch.Tensor
 ) -> dict[str, torch.Tensor]:

@@ -17,6 +17,10 @@ replaces the default below:
 
 - what is read (`forward`, `head_weights`, `value_norm`, `extra_values`): by default
   from `attend`, the weights the metrics read being the mean over heads;
+- `layer_attention(params, inputs)`: where the kind has a self-attention layer
+  before the pooling, its weights as a (S, N, T, T) matrix (row t: what position t
+  reads of each input step). Attention rollout and flow read it; a kind without
+  it has no layer, and those explainers do not apply (`defines`);
 - the fast path in training (`gradient_step`, `training_block`): by default none,
   autograd. A kind's hand-derived gradients or compiled kernel are optimisations:
   tests/test_models.py checks each against autograd through `attend`;
@@ -39,6 +43,7 @@ OPTIONAL = (
     "head_weights",
     "value_norm",
     "extra_values",
+    "layer_attention",
     "gradient_step",
     "training_block",
     "pooling_heads",
@@ -80,6 +85,14 @@ class Kind:
     ) -> dict[str, torch.Tensor]:
         """The kind's own per-example numbers (S, N) on held-out inputs: none."""
         return {}
+
+    def layer_attention(self, params: Params, inputs: torch.Tensor) -> torch.Tensor:
+        """The layer's attention matrix (S, N, T, T): a kind without a layer has none."""
+        raise TypeError(f"model kind {params.cfg.kind} has no layer before its pooling")
+
+    def defines(self, name: str) -> bool:
+        """Whether the kind's module defines `name` itself (not the default)."""
+        return name in vars(self)
 
     def gradient_step(self, inputs: torch.Tensor, labels: torch.Tensor):
         """A hand-derived `train.descend` step (params -> logits, gradients), or None:

@@ -70,33 +70,49 @@ def layer_bilinear(params: Params) -> torch.Tensor:
     )
 
 
-def layer_channels(params: Params, inputs: torch.Tensor) -> list[torch.Tensor]:
-    """h = x + causal sliding-window self-attention of x, per channel: (..., S, N, T) each.
+def offset_weights(params: Params, xs: list[torch.Tensor]) -> tuple[torch.Tensor, ...]:
+    """The layer's softmax weights, one (..., S, N, T) slab per offset: entry t of
+    offset o is what position t puts on step t - o (0 before step 0).
 
     Q_t . K_j = x_t^T A x_j with A = Wq^T Wk / sqrt(d_k) (C x C), so the scores need
     only C channels. Banded: position t scores the w positions t-w+1..t, one offset
     at a time, T * w scores, not T * T; the softmax runs over the offsets (dim 0).
-    Channels and offsets are kept as separate (..., S, N, T) slabs: elementwise work,
-    no reduction over a tiny last dim.
     """
-    window = params.cfg.window
     bilinear = layer_bilinear(params)
-    xs = channels(inputs)  # (..., N, T) or (..., S, N, T) each
     keys = [project(xs, bilinear[:, c]) for c in range(len(xs))]  # (A x)_c
-    values = [project(xs, params.named["Wv_layer"][:, c]) for c in range(len(xs))]
-    steps = torch.arange(inputs.shape[-2], device=inputs.device)
+    steps = torch.arange(xs[0].shape[-1], device=xs[0].device)
     scores = torch.stack(
         [
             total(x * shifted(k, offset) for x, k in zip(xs, keys, strict=True))
-            + drop_steps_mask(steps < offset, inputs.dtype)
-            for offset in range(window)
+            + drop_steps_mask(steps < offset, xs[0].dtype)
+            for offset in range(params.cfg.window)
         ]
     )  # (w, ..., S, N, T): offset first
-    weights = torch.softmax(scores, dim=0).unbind(0)
+    return torch.softmax(scores, dim=0).unbind(0)
+
+
+def layer_channels(params: Params, inputs: torch.Tensor) -> list[torch.Tensor]:
+    """h = x + causal sliding-window self-attention of x, per channel: (..., S, N, T) each.
+
+    Channels and offsets are kept as separate (..., S, N, T) slabs: elementwise work,
+    no reduction over a tiny last dim.
+    """
+    xs = channels(inputs)  # (..., N, T) or (..., S, N, T) each
+    values = [project(xs, params.named["Wv_layer"][:, c]) for c in range(len(xs))]
+    weights = offset_weights(params, xs)
     return [
         x + total(a * shifted(v, offset) for offset, a in enumerate(weights))
         for x, v in zip(xs, values, strict=True)
     ]
+
+
+def layer_attention(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """The layer's weights as a matrix (S, N, T, T): entry (t, j) is what position t
+    puts on input step j, zero outside its window t-w+1..t."""
+    weights = offset_weights(params, channels(inputs))
+    return sum(
+        torch.diag_embed(a[..., offset:], offset=-offset) for offset, a in enumerate(weights)
+    )
 
 
 def layer(params: Params, inputs: torch.Tensor) -> torch.Tensor:

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.analysis.registry import RANDOM, competitors
+from pipeline.analysis import registry
+from pipeline.analysis.registry import ATTENTION, RANDOM, competitors
+from pipeline.reporting.reading import paired_clause, paired_entry
 from pipeline.reporting.summary import interval
 from pipeline.tasks import task_module
 
-ATTENTION = "attention"
 CAPTIONS = {  # the figures' captions in report.md (pipeline/reporting/figures.py draws them)
     "heads_accuracy.png": "Held-out accuracy per seed on the two-patterns task, one row per model",
     "order_accuracy.png": "Held-out accuracy per seed on the order tasks, against shuffled steps",
@@ -261,6 +262,42 @@ def faithfulness_reading(cells: list[dict]) -> list[str]:
     return lines
 
 
+def beyond_the_weights(cells: list[dict]) -> list[str]:
+    """Per cell with a layer or several heads: the explainers that read the weights
+    through the layer (rollout, flow) or per head, each against attention, paired on
+    the same seeds and examples, on hit@1 where it applies and on tau_loo."""
+    higher = registry.higher_is_better()
+    lines = []
+    for cell in cells:
+        battery = cell.get("faithfulness")
+        if battery is None:
+            continue
+        rows = [
+            row
+            for row in battery["explainers"]
+            if row != RANDOM and registry.EXPLAINERS[registry.explainer_of(row)].applies != "every"
+        ]
+        if not rows:
+            continue
+        clauses = [
+            f"on {metric}, {paired_clause(row, ATTENTION, entry, higher[metric])}"
+            for metric in ("hit_at_1", "tau_loo")
+            if metric in battery["paired"]
+            for row in rows
+            for entry in [paired_entry(battery["paired"][metric], row, ATTENTION)]
+        ]
+        if clauses:
+            lines.append(f"- **{cell['task']} / {cell['variant']}:** " + "; ".join(clauses) + ".")
+    if not lines:
+        return []
+    return [
+        "Beyond the raw weights (Abnar & Zuidema's attention rollout and flow through the "
+        "window layer, and the heads one at a time or at their largest), each against "
+        "attention, paired on the same seeds and held-out sequences:",
+        *lines,
+    ]
+
+
 def next_lesson_section(cells: list[dict], images: list[str]) -> str:
     """report.md's section: `images` are paths relative to report.md."""
     heads, order = experiments(cells)
@@ -304,6 +341,8 @@ def next_lesson_section(cells: list[dict], images: list[str]) -> str:
         faithfulness_table(cells),
         "",
         *faithfulness_reading(cells),
+        "",
+        *beyond_the_weights(cells),
         "",
         *[f"![{CAPTIONS.get(Path(image).name, Path(image).stem)}]({image})" for image in images],
         "",

@@ -6,7 +6,7 @@ Each sentence picks its words by a named threshold and always prints the number.
 from __future__ import annotations
 
 from pipeline.analysis.golden import golden_mismatches
-from pipeline.analysis.registry import SCORES, competitors
+from pipeline.analysis.registry import ATTENTION, SCORES, competitors
 
 # Thresholds of the plain-language reading. Rough on purpose: they pick a word,
 # the sentence always prints the number next to it.
@@ -232,6 +232,102 @@ def best_explainers(run: dict, metric: str, higher: bool) -> list[str]:
     return [name for name, value in values.items() if value == best]
 
 
+def pair_key(first: str, second: str) -> str:
+    return f"{first} vs {second}"  # pipeline/analysis/paired.py's
+
+
+def paired_entry(pairs: dict, first: str, second: str) -> dict:
+    """first against second, whichever order the pair is stored in: the difference
+    first - second, its interval, and the shares of seeds each is better on."""
+    if pair_key(first, second) in pairs:
+        return pairs[pair_key(first, second)]
+    entry = pairs[pair_key(second, first)]
+    return {
+        "difference": -entry["difference"],
+        "ci95_low": -entry["ci95_high"],
+        "ci95_high": -entry["ci95_low"],
+        "share_first_better": entry["share_second_better"],
+        "share_second_better": entry["share_first_better"],
+    }
+
+
+def covers_zero(entry: dict) -> bool:
+    """The interval holds 0 (its ends are written at 8 decimals, so float noise is 0)."""
+    return entry["ci95_low"] <= 0.0 <= entry["ci95_high"]
+
+
+def paired_clause(first: str, second: str, entry: dict, higher: bool) -> str:
+    """ "X beats Y by d [interval]", or "no difference", with the shares of seeds."""
+    shares = (
+        f"{first} better on {percent(entry['share_first_better'])} of seeds, {second} on "
+        f"{percent(entry['share_second_better'])}"
+    )
+    interval = f"[{entry['ci95_low']:.4f}, {entry['ci95_high']:.4f}]"
+    if covers_zero(entry):
+        return (
+            f"{first} and {second} show no difference ({entry['difference']:+.4f}, "
+            f"interval {interval} covers 0; {shares})"
+        )
+    ahead = (entry["difference"] > 0) == higher
+    winner, loser = (first, second) if ahead else (second, first)
+    return (
+        f"{winner} beats {loser} by {abs(entry['difference']):.4f} ({first} - {second} "
+        f"{interval}; {shares})"
+    )
+
+
+def by_mean(study: dict, metric: str, higher: bool) -> list[str]:
+    """The metric's competitors, best mean first (ties in the registry's order)."""
+    rows = competitors(list(study), metric)
+    sign = -1.0 if higher else 1.0
+    return sorted(rows, key=lambda row: sign * study[row][metric]["mean"])
+
+
+def paired_reading(summary: dict, higher: dict[str, bool]) -> list[str]:
+    """Per metric, the best explainer by mean against the runner-up, as a paired
+    difference with its interval; then where a majority of seeds and the mean
+    disagree about attention."""
+    study, paired = summary["explainers"], summary["paired"]
+    lines = [
+        f"Over the {summary['seeds']} study runs, paired on the same seeds and held-out "
+        "sequences (the difference of the means, a 95% multi-bootstrap interval resampling "
+        "seeds and sequences together, and the share of seeds on which each is better), "
+        "the best explainer by mean against the next:"
+    ]
+    for metric in paired:
+        best, runner_up = by_mean(study, metric, higher[metric])[:2]
+        entry = paired_entry(paired[metric], best, runner_up)
+        lines.append(f"- `{metric}`: {paired_clause(best, runner_up, entry, higher[metric])}.")
+    split = []
+    for metric, pairs in paired.items():
+        rivals = []
+        for rival in competitors(list(study), metric):
+            entry = pairs.get(pair_key(ATTENTION, rival))
+            if entry is None or covers_zero(entry):
+                continue
+            mean_ahead = (entry["difference"] > 0) == higher[metric]
+            seeds_ahead = entry["share_first_better"] > entry["share_second_better"]
+            if mean_ahead != seeds_ahead:
+                rivals.append(
+                    f"{rival} ({percent(entry['share_first_better'])} against "
+                    f"{percent(entry['share_second_better'])}, mean favouring "
+                    f"{ATTENTION if mean_ahead else rival} by {abs(entry['difference']):.4f})"
+                )
+        if rivals:
+            split.append(f"on `{metric}` against " + ", ".join(rivals))
+    if split:
+        lines += [
+            "",
+            "Where most seeds and the mean disagree about attention (the share of seeds on "
+            "which attention is better against the share on which it is worse): "
+            + "; ".join(split)
+            + ". A few seeds on which one explainer fails badly outweigh many on which it "
+            "is slightly ahead: which one 'wins' depends on whether one asks about a typical "
+            "seed or the average.",
+        ]
+    return lines
+
+
 def faithfulness_reading(document: dict, summary: dict, higher: dict[str, bool]) -> str:
     """What each metric measures, which explainer each one puts first, where they
     disagree; no winner is crowned."""
@@ -268,28 +364,10 @@ def faithfulness_reading(document: dict, summary: dict, higher: dict[str, bool])
                 "order the unimportant steps as removal does; hit@1 rewards weights that find "
                 "the marked step. Neither is the faithfulness of attention.",
             ]
+    lines += ["", *paired_reading(summary, higher)]
     study = summary["explainers"]
-    leaders = {
-        metric: max(
-            competitors(list(study), metric), key=lambda n, m=metric: study[n][m]["share_first"]
-        )
-        for metric in SCORES
-    }
-    listed = "; ".join(
-        f"{metric}: {name} ({study[name][metric]['share_first']:.0%})"
-        for metric, name in leaders.items()
-    )
-    winners = set(leaders.values())
     lines += [
         "",
-        f"Over the {summary['seeds']} study runs, the explainer ranked first most often is, "
-        f"per metric, {listed}. "
-        + (
-            "One explainer leads on every metric."
-            if len(winners) == 1
-            else f"{len(winners)} different explainers lead: the metrics disagree, so which "
-            "explanation is 'faithful' depends on the question asked."
-        ),
         f"A random order needs {study['random']['flips_to_decision']['mean']:.2f} removals to "
         f"flip the decision on average; attention needs "
         f"{study['attention']['flips_to_decision']['mean']:.2f}, leave-one-out "

@@ -11,7 +11,12 @@ import pandas as pd
 from pipeline.analysis import registry
 from pipeline.analysis.golden import GOLDEN, LESSON
 from pipeline.config import Config
-from pipeline.reporting.reading import faithfulness_reading, reading, study_reading
+from pipeline.reporting.reading import (
+    faithfulness_reading,
+    pair_key,
+    reading,
+    study_reading,
+)
 
 DATA_ROWS = {
     "train_positive_rate": "positive rate, train",
@@ -220,13 +225,30 @@ def study_explainer_table(summary: dict) -> pd.DataFrame:
     return pd.DataFrame.from_dict(rows, orient="index")[list(registry.SCORES)]
 
 
+def paired_table(summary: dict, reference: str = registry.ATTENTION) -> pd.DataFrame:
+    """One row per explainer against `reference`: per metric the paired difference
+    reference - explainer [95% interval] and the shares of seeds each is better on."""
+    rows: dict[str, dict[str, str]] = {}
+    for name in summary["explainers"]:
+        for metric, pairs in summary["paired"].items():
+            entry = pairs.get(pair_key(reference, name))
+            if entry is None:
+                continue
+            rows.setdefault(f"{reference} vs {name}", {})[metric] = (
+                f"{entry['difference']:+.4f} [{entry['ci95_low']:.4f}, {entry['ci95_high']:.4f}] "
+                f"{entry['share_first_better']:.0%}/{entry['share_second_better']:.0%}"
+            )
+    return pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(summary["paired"]))
+
+
 def faithfulness_section(document: dict, summary: dict, images: list[tuple[str, str]]) -> list[str]:
     """The "Which explanation is faithful?" section."""
     higher = registry.higher_is_better()
     direction = ", ".join(f"{m} {'higher' if up else 'lower'}" for m, up in higher.items())
+    explainers = [row for row in next(iter(document["runs"].values())) if row != registry.RANDOM]
     parts = [
         "## Which explanation is faithful?",
-        f"{registry.explainers_sentence()}; `{registry.RANDOM}` is a random order, for "
+        f"{registry.explainers_sentence(explainers)}; `{registry.RANDOM}` is a random order, for "
         f"reference. Better is: {direction}.",
         faithfulness_reading(document, summary, higher),
     ]
@@ -236,6 +258,12 @@ def faithfulness_section(document: dict, summary: dict, images: list[tuple[str, 
         f"Over the {summary['seeds']} study runs: mean [95% bootstrap interval over runs] and "
         "the share of runs on which the explainer ranks first:",
         study_explainer_table(summary).to_markdown(stralign="right", disable_numparse=True),
+        f"Attention against each explainer, paired on the same {summary['seeds']} runs and "
+        "held-out sequences: attention's mean minus the explainer's [95% multi-bootstrap "
+        "interval, seeds and sequences resampled together], then the shares of runs on which "
+        "attention / the explainer is better (the rest tie; '-': the pair does not compete on "
+        "that metric):",
+        paired_table(summary).fillna("-").to_markdown(stralign="right", disable_numparse=True),
         *image_lines(images),
     ]
     return parts

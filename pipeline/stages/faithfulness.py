@@ -21,7 +21,8 @@ from pipeline.stages import entry
 
 
 def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict:
-    """{explainer: {metric: (S,)}} for the runs of a parameter table (one row per seed)."""
+    """{explainer: {metric: (S, N)}} per (run, held-out example) for the runs of a
+    parameter table (one row per seed)."""
     device, dtype = device_and_dtype(cfg.train)
     seeds, params = frames.params_from_frame(table, cfg.model, cfg.data.steps, dtype)
     inputs, _, marked = frames.split_tensors(cfg, frame, "heldout", device, dtype)
@@ -31,6 +32,7 @@ def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict
         faithfulness.task_rationale(cfg.task.kind, marked, cfg.data.steps),
         seeds,
         settings=cfg.faithfulness,
+        per_example=True,
     )
 
 
@@ -60,8 +62,11 @@ def run(
         seeds,
         settings=cfg.faithfulness,
     )
-    study_table = battery_table(cfg, frame, study)
-    summary = faithfulness.study_summary(study_table, cfg.study.bootstrap, cfg.study.bootstrap_seed)
+    per_example = battery_table(cfg, frame, study)
+    study_table = {row: faithfulness.run_means(metrics) for row, metrics in per_example.items()}
+    resamples, bootstrap_seed = cfg.study.bootstrap, cfg.study.bootstrap_seed
+    summary = faithfulness.study_summary(study_table, resamples, bootstrap_seed)
+    summary["paired"] = faithfulness.study_pairs(per_example, resamples, bootstrap_seed)
     return {"runs": runs}, long_frame(study["seed"].tolist(), study_table), summary
 
 
