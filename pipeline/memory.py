@@ -49,9 +49,10 @@ LIGHT_STAGES = ("generate",)
 THREADS_BYTES = 200 * 2**20
 TRAINING_STAGES = ("study", "faithfulness")  # stages whose work runs on our threads
 # The faithfulness stage runs the battery over every study seed, 16 at a time:
-# glibc's heap grows over its many chunks (measured: 1.47x one pair's peak for the
-# lesson at 1000 seeds, 1.50x for window 12 at 2000, with the fixed part), which
-# the fit of one pair (battery_values) does not see.
+# glibc's heap grows over its many chunks, which the fit of one pair
+# (battery_values) does not see (measured on one thread, benchmarks/bench_memory.py:
+# window 12 at 2000 seeds peaked at 3853 MiB, 1.06x the fit with the fixed part;
+# the lesson at 1000 at 725 to 752 MiB, multihead at 250 at 560).
 MANY_CHUNKS_HEAP = 1.3
 # A grid cell's battery serves its large blocks from mappings of their own
 # (`processes.map_large_blocks`), so it holds no fragmented heap: on 2 cores, one
@@ -64,10 +65,6 @@ MAPPED_BATTERY = 0.6
 # chunks were slower per run on 1-2 CPU threads (memory traffic), smaller ones add
 # per-call overhead.
 BATTERY_RUNS = 16
-# From this many chunks on, the heap the battery's chunks leave grows by half a
-# chunk (on one thread, measured: 1000 seeds, 63 chunks, peaked at 690 to 1129 MiB;
-# 250 seeds of multihead, 16 chunks, at 553 to 637 MiB, one chunk's worth).
-MANY_CHUNKS = 32
 # Runs per pass of the debate's adversary and permutations (pipeline/debate/cell.py's
 # RUN_CHUNK is this one): their (runs, N, candidates or orders, T) tensors stay near
 # 60 MB in float64 at the lesson's sizes. Measured on one thread: the lesson's cell
@@ -216,15 +213,13 @@ def battery_terms(cfg: Config, runs: int, runs_key: str, heap: float = 1.0) -> l
     """The faithfulness battery (pipeline/analysis/faithfulness.py) on `runs` runs:
     integrated gradients' path, and the rest beside it. `heap` scales the fit, which
     was made with the battery's blocks in the heap: above 1 for what many chunks in
-    turn leave there, below 1 where the blocks are mapped (MAPPED_BATTERY). Over more
-    than MANY_CHUNKS chunks, one and a half chunks' worth count even on one thread:
-    part of the heap the last chunk freed is still held when the next one allocates
-    (measured on one thread: the faithfulness stage at 1129 MiB where one chunk's
-    worth said 1095; the multihead configuration's, 16 chunks, at 553 to 637 MiB)."""
+    turn leave there, below 1 where the blocks are mapped (MAPPED_BATTERY). The
+    battery writes each chunk's results into tables allocated before the first, so
+    no chunk's survivors pin the heap behind it (on one thread, the faithfulness
+    stage's 63 chunks peaked at 725 to 752 MiB; keeping each chunk's own results,
+    at 1057 to 2103 MiB)."""
     per_ig_step, once = (math.ceil(values * heap) for values in battery_values(cfg.model))
     in_flight = at_once(BATTERY_RUNS, runs)
-    if heap > 1.0 and runs > MANY_CHUNKS * BATTERY_RUNS:
-        in_flight = max(in_flight, min(runs, BATTERY_RUNS * 3 // 2))
     shared = (
         ("runs", runs_key, in_flight),
         ("held-out", "data.split", cfg.data.split[2]),

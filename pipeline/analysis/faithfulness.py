@@ -245,22 +245,23 @@ def battery_tensors(
     rationale = rationale_mask(rationale, steps)
     noise = random_scores(seeds, inputs.shape[0], steps, settings.order_seed, inputs.dtype)
 
-    def chunk(start: int) -> dict[str, dict[str, torch.Tensor]]:
+    # Allocated before the chunks, each chunk writing its own runs' rows in place: a
+    # chunk leaves no small survivors among its freed temporaries to pin the heap.
+    shape = (params.runs, inputs.shape[0]) if per_example else (params.runs,)
+    table = {row: {metric: inputs.new_empty(shape) for metric in SCORES} for row in rows}
+
+    def chunk(start: int) -> None:
         part = params.map(lambda t: t[start : start + seed_chunk])
         scores = explain(part, inputs, sorted(set(names) | {"loo"}), settings)
         scores[RANDOM] = noise[start : start + seed_chunk].to(inputs.device)
-        reduce = (lambda values: values) if per_example else run_means
-        return {
-            row: reduce(example_metrics(part, inputs, rationale, scores[row], scores["loo"]))
-            for row in rows
-        }
+        for row in rows:
+            values = example_metrics(part, inputs, rationale, scores[row], scores["loo"])
+            for metric, value in (values if per_example else run_means(values)).items():
+                table[row][metric][start : start + seed_chunk] = value
 
     starts = range(0, params.runs, seed_chunk)
-    chunks = run_jobs([partial(chunk, start) for start in starts], workers(len(starts)))
-    return {
-        row: {metric: torch.cat([part[row][metric] for part in chunks]) for metric in SCORES}
-        for row in rows
-    }
+    run_jobs([partial(chunk, start) for start in starts], workers(len(starts)))
+    return table
 
 
 def applicable_metrics(rationale_rows: list[list[bool]]) -> tuple[str, ...]:
