@@ -1,12 +1,14 @@
-"""Wall time of the faithfulness battery (issue 9): the lesson's 2 seeds and 1000 seeds.
+"""Wall time of the faithfulness battery (issue 9): the lesson's 2 seeds and 1000 seeds;
+the sanity checks on 100 (issue 33); rollout and flow on 1000 seeds of window.
 
     python benchmarks/bench_faithfulness.py [--seeds 1000] [--threads 2] [--chunk 64]
 
 Trains the runs first (not timed), then times `faithfulness.battery` on the 180
 held-out sequences, float64, CPU: every explainer (IG with its default nodes),
 every metric, the random baseline. Targets: 2 seeds <= 2 s after imports (the
-first call, cold, is timed too), 1000 seeds <= 60 s on 2 cores. Prints the
-lesson's per-seed table at the end.
+first call, cold, is timed too), 1000 seeds <= 60 s on 2 cores; the battery with
+the sanity checks on 100 seeds <= 30 s; rollout on 1000 seeds of window <= 10 s.
+Prints the lesson's per-seed table at the end.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import pandas as pd
 import torch
 
 from pipeline import data
-from pipeline.analysis import explainers, faithfulness, registry
-from pipeline.config import Config
+from pipeline.analysis import explainers, faithfulness, registry, sanity
+from pipeline.config import Config, compose, validate
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.train import train
@@ -107,6 +109,21 @@ def main() -> None:
         for metric, value in values.items()
     )
     print(f"  seeds 1 and 2 against the 2-seed battery: max abs difference {gap:.1e}")
+
+    first = many.map(lambda t: t[: cfg.faithfulness.sanity_seeds])
+    hundred = seeds[: cfg.faithfulness.sanity_seeds]
+    battery_s = timed(lambda: faithfulness.battery(first, inputs, labels, marked, hundred))[0]
+    checks_s = timed(lambda: sanity.checks(cfg, frame, first, hundred, inputs))[0]
+    print(
+        f"battery, {len(hundred)} seeds: {battery_s:.3f} s; with the sanity checks (6 "
+        f"randomised models, one trained on permuted labels): {battery_s + checks_s:.3f} s"
+    )
+
+    window = validate(compose(["model=window"])).model
+    layered = interface.init_params(cfg.data.seed, seeds, window, cfg.data.steps)
+    for name in ("attention_rollout", "attention_flow"):
+        wall = timed(lambda name=name: explainers.EXPLAINERS[name](layered, inputs))[0]
+        print(f"{name}, {args.seeds} seeds of window (init parameters): {wall:.3f} s")
     print_table(document)
 
 

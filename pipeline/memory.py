@@ -20,6 +20,7 @@ that compute nothing do not.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -256,6 +257,32 @@ def per_example_scores_term(cfg: Config, runs: int, runs_key: str, phase: str = 
     )
 
 
+def sanity_terms(cfg: Config, runs: int, runs_key: str) -> list[MemoryTerm]:
+    """The sanity checks (pipeline/analysis/sanity.py) on `runs` runs: the trained and
+    one randomised model's scores of every row, and the label-randomised models'
+    training (the study's machinery); their explain passes are the battery's chunks,
+    counted there."""
+    rows = len(registry.EXPLAINERS) + interface.pooling_heads(cfg.model) + 1
+    scores = MemoryTerm(
+        "the sanity checks' scores",
+        (
+            ("runs", runs_key, runs),
+            ("held-out", "data.split", cfg.data.split[2]),
+            ("steps", "data.steps", cfg.data.steps),
+            ("rows", "", rows),
+            ("models", "", 2),
+            ("bytes", "", 8),
+        ),
+        phase="sanity",
+    )
+    training = [
+        dataclasses.replace(term, phase="sanity")
+        for term in study_terms(cfg, runs, runs_key)
+        if term.phase == "training"
+    ]
+    return [scores, *training]
+
+
 def sequences_term(cfg: Config) -> MemoryTerm:
     return MemoryTerm(
         "the sequences",
@@ -281,6 +308,7 @@ def grid_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
         *study_terms(cell, cfg.grid.seeds, "grid.seeds", sets),
         *battery_terms(cell, battery_runs, key, MAPPED_BATTERY),
         per_example_scores_term(cell, battery_runs, key, phase="battery"),
+        *sanity_terms(cell, battery_runs, key),
     ]
 
 
@@ -344,6 +372,11 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
             study[0],  # the study's parameters, read
             per_example_scores_term(cfg, cfg.study.seeds, "study.seeds"),
             *battery_terms(cfg, cfg.study.seeds, "study.seeds", MANY_CHUNKS_HEAP),
+            *sanity_terms(
+                cfg,
+                min(cfg.faithfulness.sanity_seeds, cfg.study.seeds),
+                "faithfulness.sanity_seeds",
+            ),
         ],
         "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
     }

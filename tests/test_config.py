@@ -399,6 +399,7 @@ BAD_SEEDS = [
     ("data.seed=1e20", "data.seed: Value '1e+20' of type 'float' could not be converted"),
     ("train.seeds=[1,1e20]", "train.seeds[1]: Value '1e+20'"),
     ("study.bootstrap_seed=abc", "study.bootstrap_seed: Value 'abc'"),
+    ("faithfulness.label_seed=-1", f"faithfulness.label_seed=-1: {SEED_RANGE}"),
 ]
 
 
@@ -423,6 +424,18 @@ def test_seeds_at_the_ends_of_the_range_pass():
     assert cfg.train.seeds == [0, 2**32 - 1]
     cfg = validate(compose(["data.seed=4294966295", "train.seeds=[1000]", "study.seeds=1000"]))
     assert cfg.data.seed + max(cfg.train.seeds) == 2**32 - 1
+    offset = 2**32 - 1 - cfg.faithfulness.sanity_seeds  # the re-draws wrap, past the study's
+    assert validate(compose([f"faithfulness.randomisation_offset={offset}"]))
+
+
+def test_re_draws_that_would_repeat_a_study_run_s_init_are_refused():
+    text = refusal(["faithfulness.randomisation_offset=999"])
+    assert text.startswith(
+        "invalid config value faithfulness.randomisation_offset=999: must be an integer in "
+        "1000..4294967195 (study.seeds to 2**32-1 - faithfulness.sanity_seeds): a re-drawn "
+        "run k draws from stream((data.seed + offset + k) mod 2**32), never a study run's"
+    ), text
+    assert "sanity_seeds=1: must be an integer >= 2" in refusal(["faithfulness.sanity_seeds=1"])
 
 
 # --- issue 34: links, and outputs that would overwrite each other ---------------------------

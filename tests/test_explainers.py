@@ -238,3 +238,44 @@ def test_each_head_and_the_largest_head_are_rows_of_their_own():
         "attention_head2",
         "attention_head3",
     ]
+
+
+def test_the_hand_set_marker_model_s_explanations_are_derived_by_hand(lesson, default_cfg):
+    """The capacity table's marker-reading construction (pipeline/analysis/capacity.py):
+    the score of step t is FOCUS [t = m] and its value the reading r_t, so with
+    E = exp(FOCUS) and T steps, by hand:
+
+    - attention: a_m = E / (E + T - 1), every other step 1 / (E + T - 1);
+    - leave-one-out: dropping m leaves the mean of the other readings; dropping j != m
+      leaves (E r_m + sum of the rest but j) / (E + T - 2);
+    - gradient: dlogit/dr_t = a_t and dlogit/dmarker_t = FOCUS a_t (r_t - c), with c
+      the pooled reading, times P'(logit) = P (1 - P), the L2 norm over the two.
+
+    And every rationale metric of attention is perfect: the marked step is on top."""
+    from pipeline.analysis import capacity, faithfulness
+
+    steps, threshold = default_cfg.data.steps, default_cfg.data.threshold
+    params = capacity.marker_reading(default_cfg.model, steps, threshold)
+    readings, marked = lesson.inputs[..., 0], lesson.marked
+    is_marked = torch.nn.functional.one_hot(marked, steps).to(torch.bool)
+    e = torch.exp(torch.tensor(capacity.FOCUS, dtype=F64))
+    weights = torch.where(is_marked, e, 1.0) / (e + steps - 1)
+    pooled = (weights * readings).sum(-1)
+    p = torch.sigmoid(pooled - threshold)
+    r_m = readings.gather(-1, marked[:, None])
+    rest = readings.sum(-1, keepdim=True) - r_m
+    without = torch.where(
+        is_marked, rest / (steps - 1), (e * r_m + rest - readings) / (e + steps - 2)
+    )
+    loo = (torch.sigmoid(without - threshold) - p[:, None]).abs()
+    slope = (p * (1 - p))[:, None]
+    gradient = slope * torch.hypot(weights, capacity.FOCUS * weights * (readings - pooled[:, None]))
+
+    assert torch.allclose(explainers.attention(params, lesson.inputs)[0], weights, rtol=1e-12)
+    assert torch.allclose(explainers.loo(params, lesson.inputs)[0], loo, rtol=1e-9, atol=1e-15)
+    assert torch.allclose(explainers.gradient(params, lesson.inputs)[0], gradient, rtol=1e-9)
+    attention = explainers.attention(params, lesson.inputs)
+    assert torch.equal(faithfulness.hit_at_1(attention, marked), torch.ones_like(attention[..., 0]))
+    assert torch.equal(
+        faithfulness.marked_rank(attention, marked), torch.ones_like(attention[..., 0])
+    )

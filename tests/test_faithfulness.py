@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
 from heldout_lesson import heldout_lesson
@@ -208,6 +209,72 @@ def test_aopc_follows_the_predicted_class():
     assert float(got["aopc_comprehensiveness"]) == pytest.approx(comprehensiveness, abs=1e-15)
     assert float(got["aopc_sufficiency"]) == pytest.approx(sufficiency, abs=1e-15)
     assert float(got["flips_to_decision"]) == 1.0
+
+
+# ERASER (DeYoung et al., ACL 2020; jayded/eraserbenchmark, rationale_benchmark/metrics.py).
+
+
+def eraser_aopc(instances: list[dict], key: str) -> float:
+    """ERASER's `_instances_aopc`, as it reads: per instance beta_0 - beta_k of the
+    predicted class at every threshold, then the average of the flattened array."""
+    scores = [
+        [inst["classification_scores"][inst["classification"]] - step[key][inst["classification"]]
+         for step in inst["thresholded_scores"]]
+        for inst in instances
+    ]  # fmt: skip
+    return float(np.average(np.array(scores)))
+
+
+def test_aopc_is_eraser_s_on_the_same_removal_curves():
+    """Our thresholds are k = 1..T-1 steps (ERASER's, shares of the tokens)."""
+    generator = torch.Generator().manual_seed(20)
+    inputs = torch.stack(
+        [torch.randn(40, 5, generator=generator, dtype=F64), torch.zeros(40, 5, dtype=F64)], -1
+    )
+    order = faithfulness.descending_order(torch.rand(1, 40, 5, generator=generator, dtype=F64))
+    params = mean_model(bias=0.1)
+    logits, without_top, only_top = faithfulness.removal_curves(params, inputs, order)
+
+    def classes(logit: float) -> dict[int, float]:
+        return {1: sigmoid(logit), 0: 1 - sigmoid(logit)}
+
+    instances = [
+        {
+            "classification": int(float(logits[0, i]) > 0),
+            "classification_scores": classes(float(logits[0, i])),
+            "thresholded_scores": [
+                {
+                    "threshold": k,
+                    "comprehensiveness_classification_scores": classes(float(without_top[k, 0, i])),
+                    "sufficiency_classification_scores": classes(float(only_top[k, 0, i])),
+                }
+                for k in range(4)
+            ],
+        }
+        for i in range(40)
+    ]
+    got = faithfulness.aopc_and_flips(params, inputs, order)
+    for ours, key in [
+        ("aopc_comprehensiveness", "comprehensiveness_classification_scores"),
+        ("aopc_sufficiency", "sufficiency_classification_scores"),
+    ]:
+        assert float(got[ours].mean()) == pytest.approx(eraser_aopc(instances, key), abs=1e-14)
+
+
+def test_auprc_is_eraser_s_average_precision_not_its_trapezoid_auprc():
+    """By hand, scores (0.9, 0.1, 0.5, 0.3) against the rationale {0, 3}: the step-wise
+    average precision is (1 + 2/3) / 2 = 5/6, scikit-learn's average_precision_score
+    and ERASER's `average_precision`. ERASER's field named `auprc` integrates the
+    precision-recall curve by trapezoids (sklearn's auc over precision_recall_curve):
+    19/24 here. Ours is the first."""
+    from sklearn.metrics import auc, average_precision_score, precision_recall_curve
+
+    scores, truth = [0.9, 0.1, 0.5, 0.3], [1, 0, 0, 1]
+    got = float(faithfulness.average_precision(t([[scores]]), torch.tensor([truth]) > 0))
+    assert got == pytest.approx(5 / 6, abs=1e-15)
+    assert average_precision_score(truth, scores) == pytest.approx(5 / 6, abs=1e-15)
+    precision, recall, _ = precision_recall_curve(truth, scores)
+    assert auc(recall, precision) == pytest.approx(19 / 24, abs=1e-15)
 
 
 def test_flips_capped_at_the_number_of_steps():

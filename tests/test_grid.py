@@ -14,6 +14,7 @@ from pipeline.analysis.registry import SCORES, model_scores
 from pipeline.config import ConfigError, compose, validate
 from pipeline.config.cells import cell_config
 from pipeline.models import frames
+from pipeline.reporting import next_lesson
 from pipeline.reporting.next_lesson import next_lesson_section
 
 SMALL = [*small_overrides(), "grid.seeds=3", "train.epochs=10", "grid.epochs=10"]
@@ -87,6 +88,23 @@ def test_a_cells_battery_scores_against_the_tasks_rationale(cfg):
             assert got == pytest.approx(float(values.mean()), rel=1e-12), (row, metric)
     # Against {m - 1, m} the marked step alone is not the rank: two steps must be found.
     assert all(e["marked_rank"]["mean"] >= 2 for e in battery["explainers"].values())
+
+
+def test_a_cell_s_sanity_checks_cover_its_layer_and_reach_the_report(cfg):
+    """window's layer is the cascade's last group; the section's table shows each
+    explainer once every group is re-drawn, * on a pass."""
+    document = grid.run_cell(cfg, "rise", "window3")
+    checks = document["faithfulness"]["sanity"]
+    assert list(checks["tests"]["cascading"]) == ["readout", "values", "keys", "layer"]
+    assert checks["seeds"] == 3
+    every = checks["tests"]["cascading"]["layer"]
+    assert {"attention_rollout", "attention_flow", "random"} <= set(every)
+    table = next_lesson.sanity_table([document])
+    header, _, row = table.splitlines()
+    assert header.split("|")[1:4] == [" task   ", " variant   ", " attention   "]
+    random = every["random"]["spearman"]
+    chance = "*" if random["ci95_low"] <= 0 <= random["ci95_high"] else ""
+    assert row.split("|")[-2].strip() == f"{random['mean']:.2f}{chance}"
 
 
 def test_two_patterns_leaves_out_the_metrics_that_do_not_apply(cfg):

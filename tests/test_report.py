@@ -54,6 +54,7 @@ FIGURES = {
     "study_mass_vs_accuracy.png",
     "study_pair_gaps.png",
     "faithfulness_tau_vs_hit.png",
+    "faithfulness_sanity.png",
 }
 
 

@@ -765,3 +765,25 @@ def test_compare_replaces_only_its_own_csv(default_cfg, store, capsys):
         compare.main(["--uri", store, "--experiment", "test", "--csv", str(params)])
     assert "a file this command did not write" in str(exit_.value.code)
     assert params.read_text() == "train:\n  lr: 0.6\n"
+
+
+def test_the_sanity_checks_reach_mlflow_as_one_mean_per_test_step_and_row():
+    from pipeline.tracking.grid_runs import cell_metrics
+    from pipeline.tracking.state import sanity_metrics
+
+    entry = {"spearman": {"mean": 0.25, "ci95_low": 0.1}, "spearman_abs": {"mean": 0.3}}
+    sanity = {
+        "seeds": 2,
+        "groups": {"readout": ["w", "b"]},
+        "tests": {"cascading": {"readout": {"attention": entry}}},
+    }
+    assert sanity_metrics(sanity, "faithfulness/sanity/") == {
+        "faithfulness/sanity/cascading/readout/attention": 0.25
+    }
+    document = {"seeds": 2, "faithfulness": {"seeds": 2, "sanity": sanity}}
+    assert cell_metrics(document) == {
+        "grid/seeds": 2.0,
+        "grid/faithfulness/seeds": 2.0,
+        "grid/sanity/cascading/readout/attention": 0.25,
+    }
+    assert "sanity" in document["faithfulness"]  # the document itself is left as it was

@@ -32,7 +32,7 @@ import pandas as pd
 import torch
 
 from pipeline import data, tasks, ties
-from pipeline.analysis import capacity, faithfulness, metrics, seed_study, stats
+from pipeline.analysis import capacity, faithfulness, metrics, sanity, seed_study, stats
 from pipeline.analysis.registry import ATTENTION
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
@@ -110,11 +110,16 @@ def heads_summary(mass: torch.Tensor, entropy: torch.Tensor) -> dict:
 
 
 def cell_battery(
-    cfg: Config, task: str, runs: seed_study.SeedRuns, heldout: tuple[torch.Tensor, ...]
+    cfg: Config,
+    task: str,
+    runs: seed_study.SeedRuns,
+    heldout: tuple[torch.Tensor, ...],
+    frame: pd.DataFrame,
 ) -> dict:
     """The battery's summary over the first grid.faithfulness_seeds runs (means with a
-    95% bootstrap interval over runs, share first), the task's metrics only, and each
-    explainer against attention paired on the same runs and examples."""
+    95% bootstrap interval over runs, share first), the task's metrics only, each
+    explainer against attention paired on the same runs and examples, and the
+    randomisation sanity checks on those runs."""
     inputs, _, marked = heldout
     count = min(cfg.grid.faithfulness_seeds, len(runs.seeds))
     params = interface.from_flat(runs.params[:count].to(inputs), cfg.model, cfg.data.steps)
@@ -135,6 +140,7 @@ def cell_battery(
     summary["paired"] = faithfulness.study_pairs(
         per_example, resamples, bootstrap_seed, reference=ATTENTION
     )
+    summary["sanity"] = sanity.checks(cfg, frame, params, runs.seeds[:count], inputs)
     return summary
 
 
@@ -177,5 +183,5 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
         document["heads"] = heads_summary(*head_numbers(cell, runs, heldout))
     release_freed_memory()  # the training's heap, before the battery's phase
     map_large_blocks()  # the battery's peak: what it holds, however the heap would fragment
-    document["faithfulness"] = cell_battery(cell, task, runs, heldout)
+    document["faithfulness"] = cell_battery(cell, task, runs, heldout, frame)
     return document

@@ -203,9 +203,20 @@ def _check_seeds(cfg: Config) -> None:
         f"stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
         cfg.study.seeds,
     )
+    redraws = min(cfg.faithfulness.sanity_seeds, cfg.study.seeds)
+    offset = cfg.faithfulness.randomisation_offset
+    _check(
+        cfg.study.seeds <= offset <= MAX_SEED - redraws,
+        "faithfulness.randomisation_offset",
+        f"must be an integer in {cfg.study.seeds}..{MAX_SEED - redraws} (study.seeds to "
+        f"2**32-1 - faithfulness.sanity_seeds): a re-drawn run k draws from "
+        "stream((data.seed + offset + k) mod 2**32), never a study run's",
+        offset,
+    )
     for key, value in (
         ("study.bootstrap_seed", cfg.study.bootstrap_seed),
         ("faithfulness.order_seed", cfg.faithfulness.order_seed),
+        ("faithfulness.label_seed", cfg.faithfulness.label_seed),
         ("grid.shuffle_seed", cfg.grid.shuffle_seed),
     ):
         _check(0 <= value <= MAX_SEED, key, seed_range, value)
@@ -297,6 +308,12 @@ def _check_values(cfg: Config) -> None:
     shard_of(study)
     faith = cfg.faithfulness
     _check(faith.ig_steps >= 1, "faithfulness.ig_steps", "must be an integer >= 1", faith.ig_steps)
+    _check(
+        faith.sanity_seeds >= 2,
+        "faithfulness.sanity_seeds",
+        "must be an integer >= 2",
+        faith.sanity_seeds,
+    )
     grid = cfg.grid
     _check_cells("grid", grid.cells, list(VARIANTS))
     _check(grid.seeds >= 2, "grid.seeds", "must be an integer >= 2", grid.seeds)

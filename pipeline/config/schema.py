@@ -121,6 +121,9 @@ class FaithfulnessConfig:
 
     ig_steps: int = 50  # Gauss-Legendre nodes of integrated gradients
     order_seed: int = 0  # the random-order baseline's noise, with each run's seed
+    sanity_seeds: int = 100  # the first study seeds through the sanity checks
+    randomisation_offset: int = 1_000_000  # re-drawn run k: stream(data.seed + offset + k)
+    label_seed: int = 0  # the permutation of the training labels (label randomisation)
 
 
 @dataclass

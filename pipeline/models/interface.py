@@ -77,6 +77,11 @@ def layer_attention(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     return kind(params.cfg.kind).layer_attention(params, inputs)
 
 
+def randomisation_groups(cfg: ModelConfig) -> layouts.Groups:
+    """The parameter groups of the sanity checks' cascade, from the output side inwards."""
+    return kind(cfg.kind).randomisation_groups(cfg)
+
+
 def has_layer_attention(cfg: ModelConfig) -> bool:
     return kind(cfg.kind).defines("layer_attention")
 

@@ -24,7 +24,10 @@ replaces the default below:
 - the fast path in training (`gradient_step`, `training_block`): by default none,
   autograd. A kind's hand-derived gradients or compiled kernel are optimisations:
   tests/test_models.py checks each against autograd through `attend`;
-- the memory estimate's factors (`pooling_heads`, `layer_values`).
+- the memory estimate's factors (`pooling_heads`, `layer_values`);
+- `randomisation_groups(cfg)`: its parameters in groups from the output side
+  inwards, the sanity checks' cascade (by default the lesson's readout, values,
+  keys; every parameter of the layout in exactly one group).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from types import ModuleType
 import torch
 
 from pipeline.config import ModelConfig
-from pipeline.models.parameters import Layout, Params
+from pipeline.models.parameters import LESSON_GROUPS, Groups, Layout, Params
 
 REQUIRED = ("layout", "attend")
 OPTIONAL = (
@@ -48,6 +51,7 @@ OPTIONAL = (
     "training_block",
     "pooling_heads",
     "layer_values",
+    "randomisation_groups",
 )
 
 
@@ -111,6 +115,10 @@ class Kind:
     def layer_values(self, cfg: ModelConfig) -> int:
         """Per-step values of a layer before the pooling (the memory estimate's factor)."""
         return 0
+
+    def randomisation_groups(self, cfg: ModelConfig) -> Groups:
+        """The parameter groups of the sanity checks' cascade, output side first."""
+        return list(LESSON_GROUPS)
 
 
 @cache

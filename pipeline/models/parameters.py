@@ -59,6 +59,12 @@ def lesson_layout(cfg: ModelConfig) -> Layout:
     ]
 
 
+# The sanity checks' parameter groups (pipeline/analysis/sanity.py), from the output
+# side inwards: what reads the pooled value out, the values, then what sets the weights.
+Groups = list[tuple[str, tuple[str, ...]]]
+LESSON_GROUPS: Groups = [("readout", ("w", "b")), ("values", ("Wv",)), ("keys", ("Wk", "q"))]
+
+
 def parameter_count(layout: Layout) -> int:
     return sum(math.prod(shape) for _, shape in layout)
 

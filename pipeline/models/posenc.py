@@ -9,7 +9,14 @@ from __future__ import annotations
 import torch
 
 from pipeline.config import ModelConfig
-from pipeline.models.parameters import CHANNELS, Layout, Params, lesson_layout
+from pipeline.models.parameters import (
+    CHANNELS,
+    LESSON_GROUPS,
+    Groups,
+    Layout,
+    Params,
+    lesson_layout,
+)
 from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
     channels,
@@ -27,6 +34,11 @@ POSENC_BLOCK = 50
 def layout(cfg: ModelConfig, steps: int) -> Layout:
     learned = [("P", (steps, CHANNELS))] if cfg.positional == "learned" else []
     return lesson_layout(cfg) + learned
+
+
+def randomisation_groups(cfg: ModelConfig) -> Groups:
+    """A learned encoding is added to the inputs, before everything: the last group."""
+    return LESSON_GROUPS + ([("positions", ("P",))] if cfg.positional == "learned" else [])
 
 
 def sinusoidal_encoding(steps: int, channels: int, dtype: torch.dtype) -> torch.Tensor:

@@ -11,7 +11,7 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models.lesson import TrainingSet, moment_gradients
-from pipeline.models.parameters import Layout, Params, lesson_layout
+from pipeline.models.parameters import LESSON_GROUPS, Groups, Layout, Params, lesson_layout
 from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
     channels,
@@ -25,6 +25,12 @@ from pipeline.models.pooling import (
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:
     return [*lesson_layout(cfg), ("sink", ())]
+
+
+def randomisation_groups(cfg: ModelConfig) -> Groups:
+    """The sink's logit sets the weights with the keys and the query."""
+    readout, values, (keys, names) = LESSON_GROUPS
+    return [readout, values, (keys, (*names, "sink"))]
 
 
 def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = None):

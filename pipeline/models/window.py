@@ -19,7 +19,14 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.models.attention import drop_steps_mask
-from pipeline.models.parameters import CHANNELS, Layout, Params, lesson_layout
+from pipeline.models.parameters import (
+    CHANNELS,
+    LESSON_GROUPS,
+    Groups,
+    Layout,
+    Params,
+    lesson_layout,
+)
 from pipeline.models.pooling import (
     attend as pool,
 )
@@ -47,6 +54,11 @@ def layout(cfg: ModelConfig, steps: int) -> Layout:
         ("Wv_layer", (CHANNELS, CHANNELS)),
     ]
     return lesson_layout(cfg) + layer
+
+
+def randomisation_groups(cfg: ModelConfig) -> Groups:
+    """The layer sits before the pooling: the last group."""
+    return [*LESSON_GROUPS, ("layer", ("Wq_layer", "Wk_layer", "Wv_layer"))]
 
 
 def layer_values(cfg: ModelConfig) -> int:

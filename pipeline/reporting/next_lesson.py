@@ -22,7 +22,7 @@ import pandas as pd
 
 from pipeline.analysis import registry
 from pipeline.analysis.registry import ATTENTION, RANDOM, competitors
-from pipeline.reporting.reading import paired_clause, paired_entry
+from pipeline.reporting.reading import covers_zero, paired_clause, paired_entry
 from pipeline.reporting.summary import interval
 from pipeline.tasks import task_module
 
@@ -298,6 +298,28 @@ def beyond_the_weights(cells: list[dict]) -> list[str]:
     ]
 
 
+def sanity_table(cells: list[dict]) -> str:
+    """Per cell, each explainer's Spearman with its trained explanation once every
+    parameter group is re-drawn (the sanity checks' full cascade); * where its 95%
+    interval covers 0, chance: the explainer passes."""
+    rows = []
+    for cell in cells:
+        checks = cell.get("faithfulness", {}).get("sanity")
+        if checks is None:
+            continue
+        cascade = checks["tests"]["cascading"]
+        every = cascade[list(cascade)[-1]]
+        row = {"task": cell["task"], "variant": cell["variant"]}
+        for name, entries in every.items():
+            entry = entries["spearman"]
+            row[name] = f"{entry['mean']:.2f}{'*' if covers_zero(entry) else ''}"
+        rows.append(row)
+    # The declared explainers in the registry's order, random last; per-head rows aside.
+    shown = [name for name in [*registry.EXPLAINERS, RANDOM] if any(name in row for row in rows)]
+    frame = pd.DataFrame(rows).reindex(columns=["task", "variant", *shown])
+    return frame.fillna("-").to_markdown(index=False, disable_numparse=True)
+
+
 def next_lesson_section(cells: list[dict], images: list[str]) -> str:
     """report.md's section: `images` are paths relative to report.md."""
     heads, order = experiments(cells)
@@ -343,6 +365,14 @@ def next_lesson_section(cells: list[dict], images: list[str]) -> str:
         *faithfulness_reading(cells),
         "",
         *beyond_the_weights(cells),
+        "",
+        "The sanity checks (Adebayo et al. 2018; docs/faithfulness.md) on the same seeds: "
+        "each explainer's Spearman with its own scores once every parameter group of the "
+        "cell's model is re-drawn from its init, output side first; 1 is unchanged, * marks "
+        "an interval that covers 0, chance (a pass). report.md's faithfulness section reads "
+        "the lesson's step by step.",
+        "",
+        sanity_table(cells),
         "",
         *[f"![{CAPTIONS.get(Path(image).name, Path(image).stem)}]({image})" for image in images],
         "",

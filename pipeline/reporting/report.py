@@ -15,6 +15,7 @@ from pipeline.reporting.reading import (
     faithfulness_reading,
     pair_key,
     reading,
+    sanity_reading,
     study_reading,
 )
 
@@ -241,6 +242,19 @@ def paired_table(summary: dict, reference: str = registry.ATTENTION) -> pd.DataF
     return pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(summary["paired"]))
 
 
+def sanity_table(sanity: dict) -> pd.DataFrame:
+    """One row per explainer, one column per randomisation step (cascading: re-drawn up
+    to the group; alone: that group only; labels: trained on permuted labels): the
+    mean Spearman with the trained model's scores."""
+    prefixes = {"cascading": "up to ", "independent": "only ", "labels": ""}
+    columns = {
+        f"{prefixes[test]}{step}": {row: f"{e['spearman']['mean']:.4f}" for row, e in rows.items()}
+        for test, steps in sanity["tests"].items()
+        for step, rows in steps.items()
+    }
+    return pd.DataFrame(columns)
+
+
 def faithfulness_section(document: dict, summary: dict, images: list[tuple[str, str]]) -> list[str]:
     """The "Which explanation is faithful?" section."""
     higher = registry.higher_is_better()
@@ -264,8 +278,13 @@ def faithfulness_section(document: dict, summary: dict, images: list[tuple[str, 
         "attention / the explainer is better (the rest tie; '-': the pair does not compete on "
         "that metric):",
         paired_table(summary).fillna("-").to_markdown(stralign="right", disable_numparse=True),
-        *image_lines(images),
     ]
+    if "sanity" in summary:
+        parts += [
+            "\n".join(sanity_reading(summary["sanity"])),
+            sanity_table(summary["sanity"]).to_markdown(stralign="right", disable_numparse=True),
+        ]
+    parts += image_lines(images)
     return parts
 
 

@@ -3,7 +3,8 @@
 Writes reports/faithfulness.json (per train.seeds run, every explainer and
 metric; the rationale metrics score against the task's rationale, its
 `rationale` of pipeline/tasks/), and for every study run the per-run numbers (a
-DVC-cached parquet) and their summary (reports/study/faithfulness.json).
+DVC-cached parquet) and their summary (reports/study/faithfulness.json), with the
+paired comparisons and the randomisation sanity checks on the first study seeds.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pipeline import provenance
-from pipeline.analysis import faithfulness
+from pipeline.analysis import faithfulness, sanity
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_json, write_parquet
 from pipeline.memory import check_memory
@@ -34,6 +35,15 @@ def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict
         settings=cfg.faithfulness,
         per_example=True,
     )
+
+
+def sanity_checks(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict:
+    """The randomisation sanity checks on the first faithfulness.sanity_seeds study runs."""
+    device, dtype = device_and_dtype(cfg.train)
+    first = table.head(cfg.faithfulness.sanity_seeds)
+    seeds, params = frames.params_from_frame(first, cfg.model, cfg.data.steps, dtype)
+    inputs, _, _ = frames.split_tensors(cfg, frame, "heldout", device, dtype)
+    return sanity.checks(cfg, frame, params.map(lambda t: t.to(device)), seeds, inputs)
 
 
 def long_frame(seeds: list[int], table: dict) -> pd.DataFrame:
@@ -67,6 +77,7 @@ def run(
     resamples, bootstrap_seed = cfg.study.bootstrap, cfg.study.bootstrap_seed
     summary = faithfulness.study_summary(study_table, resamples, bootstrap_seed)
     summary["paired"] = faithfulness.study_pairs(per_example, resamples, bootstrap_seed)
+    summary["sanity"] = sanity_checks(cfg, frame, study)
     return {"runs": runs}, long_frame(study["seed"].tolist(), study_table), summary
 
 

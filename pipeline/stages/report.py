@@ -47,7 +47,7 @@ def run(
         rendered += figures.study_figures(table, summary, tuple(g.tolist() for g in gaps), step)
     if faithfulness is not None:
         lesson_seeds = [int(seed) for seed in faithfulness[0]["runs"]]
-        rendered += figures.faithfulness_figures(faithfulness[2], lesson_seeds)
+        rendered += figures.faithfulness_figures(faithfulness[2], lesson_seeds, faithfulness[1])
     prefix = from_report(cfg, cfg.paths.figures)
     images: dict[str, list[tuple[str, str]]] = {}
     for figure in rendered:

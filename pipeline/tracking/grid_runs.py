@@ -20,7 +20,7 @@ from pipeline.config import Config
 from pipeline.config.checks import DEBATE_SUFFIX, GRID_SUFFIX
 from pipeline.reporting.summary import interval
 from pipeline.tracking.client import NewRun, log_once, source_tags
-from pipeline.tracking.state import nested_metrics, number_params, state_digest
+from pipeline.tracking.state import nested_metrics, number_params, sanity_metrics, state_digest
 from pipeline.tracking.store import locked, store_uri
 
 SUFFIX = GRID_SUFFIX  # the config checks the name with it (pipeline/config/checks.py)
@@ -34,7 +34,12 @@ def cell_metrics(document: dict) -> dict[str, float]:
         numbers["heads"] = {k: v for k, v in numbers["heads"].items() if k not in PER_SEED}
     numbers.pop("model", None)
     numbers.pop("params", None)  # the settings it was made from, logged as params
-    return {k: v for k, v in nested_metrics(numbers, "grid/").items() if v == v}
+    sanity = {}
+    if "sanity" in numbers.get("faithfulness", {}):
+        numbers["faithfulness"] = dict(numbers["faithfulness"])
+        sanity = sanity_metrics(numbers["faithfulness"].pop("sanity"), "grid/sanity/")
+    values = {k: v for k, v in nested_metrics(numbers, "grid/").items() if v == v}
+    return {**values, **sanity}
 
 
 def debate_metrics(document: dict) -> dict[str, float]:

@@ -23,6 +23,7 @@ from pipeline.tracking.state import (
     changed_params,
     nested_metrics,
     number_params,
+    sanity_metrics,
     version_label,
 )
 from pipeline.tracking.store import locked, store_root, store_uri
@@ -63,6 +64,9 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
     if state.study_faithfulness is not None:
         explainers = state.study_faithfulness["explainers"]
         values.update(nested_metrics(explainers, "faithfulness/study/"))
+        if "sanity" in state.study_faithfulness:
+            sanity = state.study_faithfulness["sanity"]
+            values.update(sanity_metrics(sanity, "faithfulness/sanity/"))
     return values
 
 

@@ -95,6 +95,18 @@ def nested_metrics(document: dict, prefix: str) -> dict[str, float]:
     return values
 
 
+def sanity_metrics(sanity: dict, prefix: str) -> dict[str, float]:
+    """The sanity checks' mean Spearman per test, step and row, <prefix><test>/<step>/<row>
+    (their intervals and quantiles stay in the JSON: seven numbers for each would
+    swamp the UI)."""
+    return {
+        f"{prefix}{test}/{step}/{row}": entry["spearman"]["mean"]
+        for test, steps in sanity["tests"].items()
+        for step, rows in steps.items()
+        for row, entry in rows.items()
+    }
+
+
 def git_tags(root: Path) -> dict[str, str]:
     def git(*args: str) -> str:
         result = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
