@@ -72,6 +72,13 @@ CLAIMS = [
             "faithfulness.json:runs.2.attention.hit_at_1",
         ],
     ),
+    (
+        "value_norm still rank the steps as before ({:.2f} to {:.2f})",
+        [  # the lowest and the highest of the three with every parameter re-drawn
+            "study/faithfulness.json:sanity.tests.cascading.keys.grad_x_input.spearman.mean",
+            "study/faithfulness.json:sanity.tests.cascading.keys.integrated_gradients.spearman.mean",
+        ],
+    ),
     ("(a hand-set head scores {:.4f})", ["grid/two_patterns-lesson.json:hand_set_accuracy"]),
     (
         "single heads reach {:.2f} held-out and two heads {:.2f} over the committed "
