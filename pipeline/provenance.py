@@ -199,7 +199,7 @@ def cell_path(folder: str, task: str, variant: str) -> Path:
     return Path(folder) / f"{task}-{variant}.json"
 
 
-def grid_params(cfg: Config, root: Path = PROJECT_ROOT, stage: str = "grid") -> dict[str, Any]:
+def cell_params(cfg: Config, root: Path = PROJECT_ROOT, stage: str = "grid") -> dict[str, Any]:
     """The params every <stage>@<cell> stage lists (dvc.yaml's foreach body: the grid's
     or the debate's), flattened, as write_json writes them (the cell file holds them
     at the written precision)."""
@@ -212,7 +212,7 @@ def grid_cells(cfg: Config, stage: str = "grid") -> list[tuple[Path, dict]]:
     """(file, document) of every cell the config lists (the grid's, or the debate's),
     in its order, each checked against the params it was made from. A file of a cell
     the config no longer lists is not read: stale cells are never shown."""
-    current = grid_params(cfg, stage=stage)
+    current = cell_params(cfg, stage=stage)
     cells = []
     for key, cell in to_container(cfg)[stage]["cells"].items():
         path = cell_path(getattr(cfg.paths, stage), cell["task"], cell["variant"])

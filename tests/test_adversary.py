@@ -170,7 +170,53 @@ def test_every_one_head_kind_s_adversary_keeps_its_output(heldout, kind):
         assert torch.allclose(found.max_jsd, jsd(found.weights, weights[..., 0, :]))
 
 
-@pytest.mark.parametrize("kind", ["multihead", "sink"])
+def test_the_sink_s_adversary_moves_mass_through_its_value_less_slot(heldout):
+    """The sink is one more slot, readout 0: the adversary's distribution over the
+    steps and the sink keeps the output, its JSD is against the weights with the sink,
+    and no optimiser over that larger simplex does better on a run's examples."""
+    from scipy.optimize import minimize
+
+    from pipeline.debate.adversary import runs_adversary
+    from pipeline.models import interface
+
+    cfg, frame, inputs = heldout
+    params = trained_runs(cfg, frame, "model=sink")
+    logits, weights, readouts = interface.kind("sink").attend(params, inputs)
+    weights, readouts = weights[..., 0, :], readouts[..., 0, :]
+    sink = 1 - weights.sum(-1, keepdim=True)
+    assert float(sink.min()) > 0  # the trained sink holds some of the mass
+    bias = logits - (weights * readouts).sum(-1)
+    eps = 0.05
+    found = runs_adversary(params, inputs, eps)
+    assert found.weights.shape == weights.shape
+    moved = (found.weights * readouts).sum(-1) + bias  # the sink's slot reads 0
+    assert (probability(moved) - probability(logits)).abs().max() <= eps + 1e-12
+    with_sink = torch.cat([found.weights, 1 - found.weights.sum(-1, keepdim=True)], -1)
+    assert float(with_sink.min()) >= -1e-12
+    assert torch.allclose(found.max_jsd, jsd(with_sink, torch.cat([weights, sink], -1)))
+    for n in range(0, 180, 45):  # a few examples of run 1 against scipy from random starts
+        a = torch.cat([weights[0, n], sink[0, n]]).numpy()
+        r = torch.cat([readouts[0, n], torch.zeros(1, dtype=torch.float64)]).numpy()
+        b, p = float(bias[0, n]), float(probability(logits[0, n]))
+
+        def in_band(x, r=r, b=b, p=p):
+            return eps - abs(float(probability(torch.tensor(x @ r + b))) - p)
+
+        rng = np.random.default_rng(n)
+        for start in rng.dirichlet(np.ones(len(a)), 5):
+            result = minimize(
+                lambda x, a=a: -jsd_by_entropy(np.clip(x, 0, 1), a),
+                start,
+                method="SLSQP",
+                bounds=[(0, 1)] * len(a),
+                constraints=[{"type": "eq", "fun": lambda x: x.sum() - 1},
+                             {"type": "ineq", "fun": in_band}],
+            )  # fmt: skip
+            if result.success and in_band(result.x) >= -1e-9:
+                assert -result.fun <= float(found.max_jsd[0, n]) + 1e-7
+
+
+@pytest.mark.parametrize("kind", ["multihead"])
 def test_kinds_not_covered_yet_are_refused_by_name(heldout, kind):
     from pipeline.debate.adversary import runs_adversary
     from pipeline.errors import ConfigError

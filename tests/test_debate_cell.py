@@ -136,3 +136,11 @@ def test_the_stage_writes_its_cell_and_refuses_an_unknown_variant(tmp_path, monk
     assert document["seeds"] == 4 and document["params"]["debate.seeds"] == 4
     with pytest.raises(ConfigError, match=r"unknown model variant 'transformer'; allowed: lesson"):
         stage.main(["lesson", "transformer"])
+
+
+def test_diverged_runs_are_named_by_their_seeds_not_their_positions():
+    from pipeline.debate.cell import diverged
+
+    finite = torch.tensor([True, False, True, False])
+    assert diverged([5, 9, 12, 40], finite) == [9, 40]
+    assert diverged([1, 2], torch.tensor([True, True])) == []

@@ -252,7 +252,7 @@ def test_each_cell_is_one_parent_run_tagged_with_task_and_model(cfg, store, tmp_
 
     from pipeline.config import TrackingConfig
     from pipeline.tracking import search_parent_runs
-    from pipeline.tracking.grid_runs import log_cells
+    from pipeline.tracking.cell_runs import log_cells
 
     tracked = replace(cfg, tracking=TrackingConfig(uri=store, experiment="grid"))
     cells = []

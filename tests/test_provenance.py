@@ -180,8 +180,8 @@ def test_only_the_configured_cells_are_read_each_checked_against_its_params(tmp_
     cfg = two_cells_cfg()
     cells = {key: (cell.task, cell.variant) for key, cell in cfg.grid.cells.items()}
     for task, variant in cells.values():
-        write_cell(tmp_path / cfg.paths.grid, task, variant, provenance.grid_params(cfg))
-    write_cell(tmp_path / cfg.paths.grid, "rise", "dropped", provenance.grid_params(cfg))
+        write_cell(tmp_path / cfg.paths.grid, task, variant, provenance.cell_params(cfg))
+    write_cell(tmp_path / cfg.paths.grid, "rise", "dropped", provenance.cell_params(cfg))
     read = provenance.grid_cells(cfg)
     assert [(d["task"], d["variant"]) for _, d in read] == list(cells.values())  # not "dropped"
 
@@ -191,7 +191,7 @@ def test_a_cell_made_from_other_params_is_refused_with_the_key_that_changed(tmp_
     old = two_cells_cfg("grid.seeds=20")
     new = two_cells_cfg("grid.seeds=3", "data.seed=20260219")
     for cell in new.grid.cells.values():
-        write_cell(tmp_path / new.paths.grid, cell.task, cell.variant, provenance.grid_params(old))
+        write_cell(tmp_path / new.paths.grid, cell.task, cell.variant, provenance.cell_params(old))
     with pytest.raises(ConfigError) as error:
         provenance.grid_cells(new)
     message = str(error.value)

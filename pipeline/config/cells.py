@@ -9,6 +9,11 @@ from pipeline.config.schema import Config, ModelConfig, TaskConfig
 from pipeline.kinds import VARIANTS
 
 
+def cell_label(task: str, variant: str) -> str:
+    """How a cell is named in printouts, tables, figures and MLflow: "<task> x <variant>"."""
+    return f"{task} x {variant}"
+
+
 def variant_config(variant: str, base: ModelConfig) -> ModelConfig:
     """`base` (the lesson's sizes and init) as the named variant."""
     return replace(base, **VARIANTS[variant])

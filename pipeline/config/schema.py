@@ -52,7 +52,9 @@ MAX_BYTES = 8 * 2**30
 
 
 # The config groups that shape a number; paths and tracking settings do not.
-NUMBER_GROUPS = ("data", "task", "model", "train", "eval", "study", "faithfulness", "grid")
+NUMBER_GROUPS = (
+    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate"
+)  # fmt: skip
 
 
 @dataclass

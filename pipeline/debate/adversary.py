@@ -129,15 +129,23 @@ def _candidate_weights(
 
 def runs_adversary(params: Params, inputs: torch.Tensor, eps: float) -> Adversary:
     """`exact_adversary` for every run and example (S, N) of a kind whose logit is its
-    one head's pooling, r . a + b, with a a distribution over the steps.
+    one head's pooling, r . a + b, with a a distribution over the steps, or over the
+    steps and a value-less sink: the sink is one more slot with readout 0, so the
+    adversary may move mass onto it or off it, and its JSD counts the slot. The
+    weights it returns are the steps' (S, N, T).
 
-    Multihead (a product of simplices, the same vertex structure) and the sink (whose
-    value-less slot takes part of the mass) are not covered yet: refused by name.
+    Multihead (a product of simplices, the same vertex structure) is not covered yet:
+    refused by name.
     """
     terms = one_head(params, inputs, "the exact adversary")
-    if not torch.allclose(terms.weights.sum(-1), torch.ones((), dtype=terms.weights.dtype)):
+    weights, readouts, steps = terms.weights, terms.readouts, terms.weights.shape[-1]
+    if "sink" in params.named:  # the kind's layout has the sink's logit
+        weights = torch.cat([weights, 1 - weights.sum(-1, keepdim=True)], -1)
+        readouts = torch.cat([readouts, torch.zeros_like(readouts[..., :1])], -1)
+    if not torch.allclose(weights.sum(-1), torch.ones((), dtype=weights.dtype)):
         raise ConfigError(
             f"invalid config value model.kind={params.cfg.kind}: the exact adversary "
             "needs one head whose weights are a distribution over the steps"
         )
-    return exact_adversary(terms.weights, terms.readouts, terms.bias, eps)
+    found = exact_adversary(weights, readouts, terms.bias, eps)
+    return Adversary(found.max_jsd, found.weights[..., :steps])

@@ -177,6 +177,11 @@ def fixed_numbers(
     return {name: seed_summary(values, cfg) for name, values in accuracies.items()}
 
 
+def diverged(seeds: list[int], finite: torch.Tensor) -> list[int]:
+    """The seeds of the runs that are not `finite` (S,)."""
+    return [seeds[i] for i in (~finite).nonzero().flatten().tolist()]
+
+
 def deception_numbers(
     start: Params,
     learned: Params,
@@ -210,7 +215,7 @@ def deception_numbers(
         rows.append(
             {
                 "penalty": penalty,
-                "diverged_seeds": [i + 1 for i in (~finite).nonzero().flatten().tolist()],
+                "diverged_seeds": diverged(seeds, finite),
                 "heldout_accuracy": seed_summary(accuracy(logits, held_labels)[finite], cfg),
                 "rationale_weight": seed_summary(
                     rationale_mass(weights, held_rationale).mean(-1)[finite], cfg
@@ -226,6 +231,7 @@ def deception_numbers(
 
 def consistent_numbers(
     learned: Params,
+    seeds: list[int],
     train_split: tuple[torch.Tensor, torch.Tensor],
     heldout: tuple[torch.Tensor, torch.Tensor],
     cfg: Config,
@@ -253,7 +259,7 @@ def consistent_numbers(
         rows.append(
             {
                 "penalty": penalty,
-                "diverged_seeds": [i + 1 for i in (~finite).nonzero().flatten().tolist()],
+                "diverged_seeds": diverged(seeds, finite),
                 "tvd": seed_summary(distance[finite], cfg),
                 "jsd": seed_summary(jsd(weights, base_weights).mean(-1)[finite], cfg),
                 "heldout_accuracy": seed_summary(accuracy(logits, held_labels)[finite], cfg),
@@ -299,7 +305,7 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
             start, learned, (inputs, labels), (held, held_labels), cell
         ),
         "consistent_adversary": consistent_numbers(
-            learned, (inputs, labels), (held, held_labels), cell
+            learned, trained, (inputs, labels), (held, held_labels), cell
         ),
         "deception": deception_numbers(
             start,

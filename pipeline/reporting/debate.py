@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from pipeline.config.cells import cell_label
+
 LN2 = math.log(2)  # the largest JSD in natural log
 CLOSE_TVD = 0.05  # a model-consistent adversary that keeps its outputs this close
 CAPTIONS = {  # the debate_figures stage's PNGs (reporting/figures.py's debate_figures)
@@ -31,7 +33,7 @@ def mean_interval(summary: dict) -> str:
 
 
 def name(cell: dict) -> str:
-    return f"{cell['task']} x {cell['variant']}"
+    return cell_label(cell["task"], cell["variant"])
 
 
 def adversary_table(cells: list[dict]) -> pd.DataFrame:

@@ -21,6 +21,8 @@ from matplotlib.collections import PatchCollection
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from pipeline.config.cells import cell_label
+
 DPI = 100
 MAX_SEEDS_SHOWN = 4  # per-seed pictures of a long seed list would drown the report
 MAX_LEGEND_SEEDS = 10
@@ -407,7 +409,7 @@ def grid_accuracy(figure: Figure, cells: list[dict], title: str) -> None:
             (marks["mean on shuffled steps"],) = ax.plot(
                 [cell["shuffled"]["mean"]] * 2, [row - 0.3, row + 0.3], color="tab:orange"
             )
-    ax.set_yticks(range(len(cells)), labels=[f"{c['task']} x {c['variant']}" for c in cells])
+    ax.set_yticks(range(len(cells)), labels=[cell_label(c["task"], c["variant"]) for c in cells])
     ax.set(xlabel="held-out accuracy (share of sequences)", xlim=(0.3, 1.02), title=title)
     ax.invert_yaxis()
     ax.legend(marks.values(), marks.keys(), loc="lower left", fontsize="small")
@@ -459,7 +461,7 @@ def adversary_against_largest(figure: Figure, cells: list[dict]) -> None:
     ax = figure.subplots()
     for cell in cells:
         first = cell["adversary"][0]
-        binned_line(ax, first["binned"], f"{cell['task']} x {cell['variant']}")
+        binned_line(ax, first["binned"], cell_label(cell["task"], cell["variant"]))
     ax.axhline(math.log(2), linestyle="--", color="grey", label="ln 2 (the most)")
     eps = cells[0]["adversary"][0]["eps"]
     ax.set(
@@ -477,7 +479,7 @@ def permutation_against_largest(figure: Figure, cells: list[dict]) -> None:
     against the largest weight, one line per cell."""
     ax = figure.subplots()
     for cell in cells:
-        binned_line(ax, cell["permutation"]["binned"], f"{cell['task']} x {cell['variant']}")
+        binned_line(ax, cell["permutation"]["binned"], cell_label(cell["task"], cell["variant"]))
     ax.set(
         xlabel="largest learned weight of the example",
         ylabel="median |p(permuted) - p| (median)",
@@ -493,7 +495,7 @@ def deception_against_penalty(figure: Figure, cells: list[dict]) -> None:
     against lam (symlog), one line per cell; uniform attention's accuracy dashed."""
     accuracy_ax, weight_ax = figure.subplots(1, 2)
     for cell in cells:
-        label = f"{cell['task']} x {cell['variant']}"
+        label = cell_label(cell["task"], cell["variant"])
         rows = cell["deception"]
         penalties = [row["penalty"] for row in rows]
         (line,) = accuracy_ax.plot(
@@ -520,7 +522,7 @@ def consistent_against_seeds(figure: Figure, cells: list[dict]) -> None:
     each lam (a line), one colour per cell."""
     ax = figure.subplots()
     for cell in cells:
-        label = f"{cell['task']} x {cell['variant']}"
+        label = cell_label(cell["task"], cell["variant"])
         seeds = cell["seed_variance"]
         dots = ax.scatter(seeds["per_pair_jsd"], seeds["per_pair_tvd"], s=8, alpha=0.35)
         rows = cell["consistent_adversary"]

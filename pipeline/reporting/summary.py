@@ -78,6 +78,8 @@ def answer(cfg: Config, metrics: dict, study: dict, ui_command: str) -> str:
             f"== the report: {cfg.paths.report}",
             f"== the next lesson (a second head, the order of steps): {cfg.paths.report}, "
             "section 'The next lesson'",
+            f"== the attention debate, replayed where the answer is known: {cfg.paths.report}, "
+            "section 'The attention debate'",
             f"== the gap across versions in the MLflow UI: {ui_command}",
         ]
     )

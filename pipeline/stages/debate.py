@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pipeline import provenance
 from pipeline.config import load_params
+from pipeline.config.cells import cell_label
 from pipeline.debate.cell import run_cell
 from pipeline.errors import ConfigError
 from pipeline.files import write_json
@@ -24,13 +25,13 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_params()
     check_memory(cfg)  # before any work: the largest stage of this config fits
     document = run_cell(cfg, task, variant)
-    document["params"] = provenance.grid_params(cfg, stage="debate")  # what readers check
+    document["params"] = provenance.cell_params(cfg, stage="debate")  # what readers check
     if load_params() != cfg:
         raise ConfigError("params.yaml changed while the debate cell ran: not publishing")
     write_json(provenance.cell_path(cfg.paths.debate, task, variant), document)
     first = document["adversary"][0]
     print(
-        f"{task} x {variant}: eps {first['eps']}: median max JSD "
+        f"{cell_label(task, variant)}: eps {first['eps']}: median max JSD "
         f"{first['median_max_jsd']['median']:.4f} over {document['seeds']} seeds"
     )
 

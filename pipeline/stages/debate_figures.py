@@ -30,7 +30,7 @@ def main() -> None:
 def log(cfg: Config, cells: list[tuple[Path, dict]]) -> None:
     """One parent run per cell, its config the cell's own (the task, the variant)."""
     from pipeline.tracking import store_uri
-    from pipeline.tracking.grid_runs import log_cells
+    from pipeline.tracking.cell_runs import log_cells
 
     cells = [(cell_config(cfg, d["task"], d["variant"]), d, path) for path, d in cells]
     new = sum(fresh for _, fresh in log_cells(cfg, cells, stage="debate"))

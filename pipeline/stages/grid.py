@@ -12,6 +12,7 @@ from __future__ import annotations
 from pipeline import provenance
 from pipeline.analysis import grid
 from pipeline.config import load_params
+from pipeline.config.cells import cell_label
 from pipeline.errors import ConfigError
 from pipeline.files import write_json
 from pipeline.memory import check_memory
@@ -24,13 +25,14 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_params()
     check_memory(cfg)  # before any work: the largest stage of this config fits
     document = grid.run_cell(cfg, task, variant)
-    document["params"] = provenance.grid_params(cfg)  # what the readers check it against
+    document["params"] = provenance.cell_params(cfg)  # what the readers check it against
     if load_params() != cfg:
         raise ConfigError("params.yaml changed while the grid cell ran: not publishing")
     write_json(provenance.cell_path(cfg.paths.grid, task, variant), document)
     accuracy = document["heldout_accuracy"]
     print(
-        f"{task} x {variant}: held-out accuracy {interval(accuracy)} over {document['seeds']} seeds"
+        f"{cell_label(task, variant)}: held-out accuracy {interval(accuracy)} over "
+        f"{document['seeds']} seeds"
     )
 
 

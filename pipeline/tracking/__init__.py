@@ -11,7 +11,7 @@ Only the modules of this package import mlflow, and only inside functions:
 - runs: logging a pipeline state (parent and child runs)
 - study_runs: logging a seed study job
 - search: reading the logged states back
-- grid_runs: logging the grid's cells
+- cell_runs: logging the grid's and the debate's cells
 - auth: the login of the MLflow servers we start (MLflow's basic-auth app)
 - serving: free ports and waiting for a server
 

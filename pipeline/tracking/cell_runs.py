@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pipeline.config import Config
+from pipeline.config.cells import cell_label
 from pipeline.config.checks import DEBATE_SUFFIX, GRID_SUFFIX
 from pipeline.reporting.summary import interval
 from pipeline.tracking.client import NewRun, log_once, source_tags
@@ -124,7 +125,7 @@ def _log_cell(
     tags = {"task": document["task"], "model": document["variant"]}
 
     def new_run(client, experiment_id: str) -> NewRun:
-        name = f"{document['task']} x {document['variant']}"
+        name = cell_label(document["task"], document["variant"])
         run_tags = {
             **source_tags(kind.source),
             **tags,
