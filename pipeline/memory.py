@@ -275,8 +275,11 @@ def sanity_terms(cfg: Config, runs: int, runs_key: str) -> list[MemoryTerm]:
         ),
         phase="sanity",
     )
+    # Trained before the battery (a grid cell) or after it, never beside it: after a
+    # cell's mapped battery, training in the heap peaked rise-window3's cell at 1307
+    # MiB, before it at 874 (benchmarks/bench_memory.py, one thread).
     training = [
-        dataclasses.replace(term, phase="sanity")
+        dataclasses.replace(term, phase="labels")
         for term in study_terms(cfg, runs, runs_key)
         if term.phase == "training"
     ]

@@ -38,6 +38,7 @@ from pipeline.config import Config
 from pipeline.config.cells import cell_config
 from pipeline.kinds import VARIANTS
 from pipeline.models import frames, interface
+from pipeline.models.parameters import Params
 from pipeline.models.train import device_and_dtype
 from pipeline.processes import map_large_blocks, release_freed_memory
 
@@ -115,11 +116,13 @@ def cell_battery(
     runs: seed_study.SeedRuns,
     heldout: tuple[torch.Tensor, ...],
     frame: pd.DataFrame,
+    labelled: tuple[Params, torch.Tensor],
 ) -> dict:
     """The battery's summary over the first grid.faithfulness_seeds runs (means with a
     95% bootstrap interval over runs, share first), the task's metrics only, each
     explainer against attention paired on the same runs and examples, and the
-    randomisation sanity checks on those runs."""
+    randomisation sanity checks on those runs (`labelled`: their inits trained on
+    permuted labels)."""
     inputs, _, marked = heldout
     count = min(cfg.grid.faithfulness_seeds, len(runs.seeds))
     params = interface.from_flat(runs.params[:count].to(inputs), cfg.model, cfg.data.steps)
@@ -140,7 +143,7 @@ def cell_battery(
     summary["paired"] = faithfulness.study_pairs(
         per_example, resamples, bootstrap_seed, reference=ATTENTION
     )
-    summary["sanity"] = sanity.checks(cfg, frame, params, runs.seeds[:count], inputs)
+    summary["sanity"] = sanity.checks(cfg, frame, params, runs.seeds[:count], inputs, labelled)
     return summary
 
 
@@ -181,7 +184,11 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
         )
     if interface.pooling_heads(cell.model) > 1:
         document["heads"] = heads_summary(*head_numbers(cell, runs, heldout))
+    # The sanity checks' models on permuted labels train here, in the training's
+    # phase: trained after the battery, they would grow a heap that it left.
+    battery_seeds = seeds[: min(cfg.grid.faithfulness_seeds, len(seeds))]
+    labelled = sanity.label_randomised(cell, frame, battery_seeds, device, dtype)
     release_freed_memory()  # the training's heap, before the battery's phase
     map_large_blocks()  # the battery's peak: what it holds, however the heap would fragment
-    document["faithfulness"] = cell_battery(cell, task, runs, heldout, frame)
+    document["faithfulness"] = cell_battery(cell, task, runs, heldout, frame, labelled)
     return document

@@ -193,11 +193,18 @@ def compared(
 
 
 def checks(
-    cfg: Config, frame: pd.DataFrame, params: Params, seeds: list[int], inputs: torch.Tensor
+    cfg: Config,
+    frame: pd.DataFrame,
+    params: Params,
+    seeds: list[int],
+    inputs: torch.Tensor,
+    labelled: tuple[Params, torch.Tensor] | None = None,
 ) -> dict:
     """Every test's similarities for the trained runs `params` (study seeds `seeds`) on
     the held-out `inputs` (N, T, C): {test: {step: {row: {measure: summary_entry}}}},
-    with the groups and the label-randomised models' held-out accuracy."""
+    with the groups and the label-randomised models' held-out accuracy. `labelled`:
+    those models, `label_randomised`'s, where the caller trained them already (a grid
+    cell, beside its own training, before the battery's phase)."""
     names = applicable(params.cfg)
     examples, steps = inputs.shape[:2]
     order_seed, dtype, device = cfg.faithfulness.order_seed, inputs.dtype, inputs.device
@@ -206,7 +213,9 @@ def checks(
     fresh = interface.init_params(0, fresh_streams(cfg, seeds), cfg.model, steps, dtype, device)
     redraws = randomised_groups(cfg.model)
     models = {key: redrawn(params, fresh, group) for key, group in redraws.items()}
-    models[LABELS, PERMUTED], label_accuracy = label_randomised(cfg, frame, seeds, device, dtype)
+    if labelled is None:
+        labelled = label_randomised(cfg, frame, seeds, device, dtype)
+    models[LABELS, PERMUTED], label_accuracy = labelled
     generator = torch.Generator().manual_seed(cfg.study.bootstrap_seed)
     counts = (
         stats.resample_counts(len(seeds), cfg.study.bootstrap, generator),
