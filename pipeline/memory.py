@@ -286,6 +286,26 @@ def sanity_terms(cfg: Config, runs: int, runs_key: str) -> list[MemoryTerm]:
     return [scores, *training]
 
 
+def robustness_term(cfg: Config) -> MemoryTerm:
+    """captum's sensitivity_max and infidelity (pipeline/analysis/robustness.py) on one
+    run at a time: integrated gradients' path over every perturbed copy of the
+    held-out sequences, with its gradients and captum's copies of it."""
+    faith = cfg.faithfulness
+    return MemoryTerm(
+        "the robustness metrics",
+        (
+            ("perturbations", "faithfulness.robustness_samples", faith.robustness_samples),
+            ("ig_steps", "faithfulness.ig_steps", faith.ig_steps),
+            ("held-out", "data.split", cfg.data.split[2]),
+            ("steps", "data.steps", cfg.data.steps),
+            ("channels", "", 2),
+            ("copies", "", 4),
+            ("bytes", "", 8),
+        ),
+        phase="robustness",
+    )
+
+
 def sequences_term(cfg: Config) -> MemoryTerm:
     return MemoryTerm(
         "the sequences",
@@ -380,6 +400,7 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
                 min(cfg.faithfulness.sanity_seeds, cfg.study.seeds),
                 "faithfulness.sanity_seeds",
             ),
+            robustness_term(cfg),
         ],
         "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
     }

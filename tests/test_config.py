@@ -436,6 +436,13 @@ def test_re_draws_that_would_repeat_a_study_run_s_init_are_refused():
         "run k draws from stream((data.seed + offset + k) mod 2**32), never a study run's"
     ), text
     assert "sanity_seeds=1: must be an integer >= 2" in refusal(["faithfulness.sanity_seeds=1"])
+    assert "robustness_samples=0: must be an integer >= 1" in refusal(
+        ["faithfulness.robustness_samples=0"]
+    )
+    for radius in ("0.0", "-0.1", "inf"):
+        text = refusal([f"faithfulness.robustness_radius={radius}"])
+        assert text.startswith(f"invalid config value faithfulness.robustness_radius={radius}")
+        assert "must be a finite number" in text
 
 
 # --- issue 34: links, and outputs that would overwrite each other ---------------------------

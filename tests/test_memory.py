@@ -22,6 +22,8 @@ TOO_BIG = [
     ("study.chunk=1000000 study.seeds=1000000", "study.chunk=1000000"),
     # Issue 34, case 10: the grid was not in the estimate; 10**7 seeds ran for minutes.
     ("grid.seeds=10000000", "grid.seeds=10000000"),
+    # Issue 33: captum's perturbed copies are bounded too.
+    ("faithfulness.robustness_samples=1000000", "faithfulness.robustness_samples=1000000"),
 ]
 
 

@@ -217,6 +217,7 @@ def _check_seeds(cfg: Config) -> None:
         ("study.bootstrap_seed", cfg.study.bootstrap_seed),
         ("faithfulness.order_seed", cfg.faithfulness.order_seed),
         ("faithfulness.label_seed", cfg.faithfulness.label_seed),
+        ("faithfulness.robustness_seed", cfg.faithfulness.robustness_seed),
         ("grid.shuffle_seed", cfg.grid.shuffle_seed),
     ):
         _check(0 <= value <= MAX_SEED, key, seed_range, value)
@@ -308,6 +309,15 @@ def _check_values(cfg: Config) -> None:
     shard_of(study)
     faith = cfg.faithfulness
     _check(faith.ig_steps >= 1, "faithfulness.ig_steps", "must be an integer >= 1", faith.ig_steps)
+    samples = faith.robustness_samples
+    _check(samples >= 1, "faithfulness.robustness_samples", "must be an integer >= 1", samples)
+    radius = faith.robustness_radius
+    _check(
+        0 < radius < math.inf,
+        "faithfulness.robustness_radius",
+        "must be a finite number > 0",
+        radius,
+    )
     _check(
         faith.sanity_seeds >= 2,
         "faithfulness.sanity_seeds",

@@ -126,6 +126,9 @@ class FaithfulnessConfig:
     sanity_seeds: int = 100  # the first study seeds through the sanity checks
     randomisation_offset: int = 1_000_000  # re-drawn run k: stream(data.seed + offset + k)
     label_seed: int = 0  # the permutation of the training labels (label randomisation)
+    robustness_seed: int = 0  # captum's sensitivity and infidelity perturbations
+    robustness_samples: int = 10  # perturbed inputs per sequence
+    robustness_radius: float = 0.02  # sensitivity's L-infinity ball, infidelity's noise std
 
 
 @dataclass

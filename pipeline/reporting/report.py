@@ -242,6 +242,17 @@ def paired_table(summary: dict, reference: str = registry.ATTENTION) -> pd.DataF
     return pd.DataFrame.from_dict(rows, orient="index").reindex(columns=list(summary["paired"]))
 
 
+def robustness_table(robustness: dict) -> pd.DataFrame:
+    """One row per (run, explainer): sensitivity_max and infidelity, 3 significant
+    digits (infidelity is small: a few 1e-6 to 1e-4 on the lesson)."""
+    rows = {
+        f"run {seed}: {name}": {metric: f"{value:.3g}" for metric, value in numbers.items()}
+        for seed, explainers in robustness.items()
+        for name, numbers in explainers.items()
+    }
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
 def sanity_table(sanity: dict) -> pd.DataFrame:
     """One row per explainer, one column per randomisation step (cascading: re-drawn up
     to the group; alone: that group only; labels: trained on permuted labels): the
@@ -279,6 +290,18 @@ def faithfulness_section(document: dict, summary: dict, images: list[tuple[str, 
         "that metric):",
         paired_table(summary).fillna("-").to_markdown(stralign="right", disable_numparse=True),
     ]
+    if "robustness" in document:
+        parts += [
+            "Robustness of the explainers captum drives (captum.metrics; Yeh et al. 2019), "
+            "mean over held-out sequences per run: `sensitivity_max`, the largest change of "
+            "the attributions under a perturbation in a small L-infinity ball (lower is "
+            "steadier); `infidelity` with normalize=True, the squared error of what the "
+            "attributions predict a Gaussian perturbation does to P(y=1) (lower is more "
+            "faithful):",
+            robustness_table(document["robustness"]).to_markdown(
+                stralign="right", disable_numparse=True
+            ),
+        ]
     if "sanity" in summary:
         parts += [
             "\n".join(sanity_reading(summary["sanity"])),

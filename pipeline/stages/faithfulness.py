@@ -2,9 +2,10 @@
 
 Writes reports/faithfulness.json (per train.seeds run, every explainer and
 metric; the rationale metrics score against the task's rationale, its
-`rationale` of pipeline/tasks/), and for every study run the per-run numbers (a
-DVC-cached parquet) and their summary (reports/study/faithfulness.json), with the
-paired comparisons and the randomisation sanity checks on the first study seeds.
+`rationale` of pipeline/tasks/; captum's robustness metrics of the explainers it
+drives), and for every study run the per-run numbers (a DVC-cached parquet) and
+their summary (reports/study/faithfulness.json), with the paired comparisons and
+the randomisation sanity checks on the first study seeds.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pipeline import provenance
-from pipeline.analysis import faithfulness, sanity
+from pipeline.analysis import faithfulness, robustness, sanity
 from pipeline.config import Config, load_params
 from pipeline.files import read_parquet, write_json, write_parquet
 from pipeline.memory import check_memory
@@ -78,7 +79,11 @@ def run(
     summary = faithfulness.study_summary(study_table, resamples, bootstrap_seed)
     summary["paired"] = faithfulness.study_pairs(per_example, resamples, bootstrap_seed)
     summary["sanity"] = sanity_checks(cfg, frame, study)
-    return {"runs": runs}, long_frame(study["seed"].tolist(), study_table), summary
+    robust = robustness.robustness(
+        params.map(lambda t: t.to(device)), seeds, inputs, cfg.faithfulness
+    )
+    document = {"runs": runs, "robustness": robust}
+    return document, long_frame(study["seed"].tolist(), study_table), summary
 
 
 def main() -> None:

@@ -211,6 +211,7 @@ def _log_children_and_artifacts(
     """A run per lesson seed, named `<version> / seed <k>` and tagged with the version
     and the params that differ from the defaults, so the UI can group by version."""
     battery = (state.faithfulness or {}).get("runs", {})
+    robust = (state.faithfulness or {}).get("robustness", {})
     version = parent_tags["version"]
     differing = {key: new for key, (_, new) in changed_params(state.cfg, Config()).items()}
     inherited = {k: v for k, v in parent_tags.items() if k != "mlflow.note.content"}
@@ -225,6 +226,7 @@ def _log_children_and_artifacts(
         values = {
             **nested_metrics(numbers, "lesson/"),
             **nested_metrics(battery.get(seed, {}), "faithfulness/"),
+            **nested_metrics(robust.get(seed, {}), "faithfulness/robustness/"),
         }
         child = log_run(
             client,
