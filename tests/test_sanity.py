@@ -117,9 +117,9 @@ def test_the_random_baseline_s_fresh_noise_is_a_stream_of_its_own():
     from pipeline.analysis.faithfulness import random_scores
 
     trained = random_scores([1, 2], 30, 12, 0, F64)
-    fresh = sanity.fresh_noise([1, 2], (30, 12), 0, 1, F64)
+    fresh = random_scores([1, 2], 30, 12, 0, F64, salt=(1,))
     assert fresh.shape == trained.shape and not torch.equal(fresh, trained)
-    assert torch.equal(fresh, sanity.fresh_noise([1, 2], (30, 12), 0, 1, F64))
+    assert torch.equal(fresh, random_scores([1, 2], 30, 12, 0, F64, salt=(1,)))
     assert abs(float(sanity.spearman(trained, fresh).mean())) < 0.1
 
 

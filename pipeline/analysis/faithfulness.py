@@ -183,16 +183,24 @@ def average_precision(scores: torch.Tensor, rationale: torch.Tensor) -> torch.Te
 
 
 def random_scores(
-    seeds: list[int], examples: int, steps: int, order_seed: int, dtype: torch.dtype
+    seeds: list[int],
+    examples: int,
+    steps: int,
+    order_seed: int,
+    dtype: torch.dtype,
+    salt: tuple[int, ...] = (),
 ) -> torch.Tensor:
-    """Uniform noise (S, N, T); run k's from numpy.random.default_rng([order_seed, k]).
+    """Uniform noise (S, N, T); run k's from numpy.random.default_rng([order_seed, k,
+    *salt]): `salt` gives a stream of its own (the sanity checks' randomised models).
 
-    numpy's SeedSequence mixes both integers (torch's CPU generator would keep
+    numpy's SeedSequence mixes every integer (torch's CPU generator would keep
     only the low 32 bits of one combined seed).
     """
     if order_seed < 0 or any(seed < 0 for seed in seeds):
         raise ValueError(f"order_seed and run seeds must be >= 0, got {order_seed}, {seeds}")
-    rows = [np.random.default_rng([order_seed, seed]).random((examples, steps)) for seed in seeds]
+    rows = [
+        np.random.default_rng([order_seed, seed, *salt]).random((examples, steps)) for seed in seeds
+    ]
     return torch.from_numpy(np.stack(rows)).to(dtype)
 
 

@@ -102,16 +102,6 @@ def fresh_streams(cfg: Config, seeds: list[int]) -> list[int]:
     return [(offset + seed) % (MAX_SEED + 1) for seed in seeds]
 
 
-def fresh_noise(
-    seeds: list[int], shape: tuple[int, int], order_seed: int, salt: int, dtype: torch.dtype
-) -> torch.Tensor:
-    """The random baseline's explanation of a randomised model: uniform noise (S, N, T),
-    run k's from default_rng([order_seed, k, salt]), a stream the trained model's
-    baseline (default_rng([order_seed, k])) never draws from."""
-    rows = [np.random.default_rng([order_seed, seed, salt]).random(shape) for seed in seeds]
-    return torch.from_numpy(np.stack(rows)).to(dtype)
-
-
 def scores(
     params: Params, inputs: torch.Tensor, names: list[str], cfg: Config
 ) -> dict[str, torch.Tensor]:
@@ -227,7 +217,8 @@ def checks(
         key = redraws.get((test, step), PERMUTED)
         if key not in entries:
             randomised = scores(model, inputs, names, cfg)
-            noise = fresh_noise(seeds, (examples, steps), order_seed, salt, dtype)
+            # A randomised model's random baseline: a stream the trained one never draws.
+            noise = random_scores(seeds, examples, steps, order_seed, dtype, salt=(salt,))
             randomised[RANDOM] = noise.to(device)
             entries[key] = compared(trained, randomised, *counts)
         tests.setdefault(test, {})[step] = entries[key]
