@@ -19,9 +19,14 @@ import torch
 from pipeline.config import compose, validate
 from pipeline.debate.adversary import runs_adversary
 from pipeline.debate.deception import rationale_mass, train_deceptive
-from pipeline.debate.fixed_attention import fixed_logits, train_fixed, uniform_weights
+from pipeline.debate.fixed_attention import (
+    fixed_logits,
+    step_weights,
+    train_fixed,
+    uniform_weights,
+)
 from pipeline.debate.permutation import permutation_orders, permuted_output_change
-from pipeline.debate.pooling import one_head
+from pipeline.debate.pooling import pooling_terms
 from pipeline.debate.seed_variance import pair_divergence, seed_pairs
 from pipeline.models import frames, interface
 from pipeline.models.pooling import probability
@@ -59,7 +64,8 @@ def main() -> None:
         found = [runs_adversary(chunk, heldout, eps) for chunk in chunks]
         seconds = time.perf_counter() - started
         maxima = torch.cat([f.max_jsd for f in found])
-        on_marked = found[0].weights.gather(-1, marked.expand(args.chunk, -1)[..., None])[..., 0]
+        first = found[0].weights[..., 0, :]  # the lesson's one head
+        on_marked = first.gather(-1, marked.expand(args.chunk, -1)[..., None])[..., 0]
         print(
             f"exact adversary, eps {eps}: {args.seeds} runs x {heldout.shape[0]} held-out "
             f"in {seconds:.2f} s; median max JSD {float(maxima.median()):.4f}"
@@ -74,9 +80,9 @@ def main() -> None:
     started = time.perf_counter()
     changes, weights, outputs = [], [], []
     for chunk in chunks:
-        terms = one_head(chunk, heldout, "permuted attention")
+        terms = pooling_terms(chunk, heldout)
         changes.append(permuted_output_change(terms.weights, terms.readouts, terms.bias, orders))
-        weights.append(terms.weights)
+        weights.append(terms.weights[..., 0, :])
         outputs.append(probability(terms.logits))
     change = torch.cat(changes)
     print(
@@ -97,6 +103,8 @@ def main() -> None:
         f"{time.perf_counter() - started:.2f} s; median JSD {float(divergence.median()):.4f}, "
         f"median TVD {float(distance.median()):.4f}"
     )
+    for model in ("sink", "multihead"):
+        kind_adversary(cfg, (inputs, labels), heldout, model, TRAINED)
     fixed_experiments(
         cfg,
         params,
@@ -107,6 +115,26 @@ def main() -> None:
     for model in ("lesson", "window"):
         deceptive_experiment(cfg, frame, model)
     print(f"torch threads {torch.get_num_threads()}")
+
+
+def kind_adversary(cfg, train_split, heldout, model: str, runs: int) -> None:
+    """The exact adversary at eps 0.01 on `runs` trained runs of `model` (multihead: its
+    default two heads, 3312 candidates per example), one run at a time."""
+    cfg = validate(compose([f"model={model}"]))
+    params = interface.init_params(
+        cfg.data.seed, list(range(1, runs + 1)), cfg.model, cfg.data.steps
+    )
+    params = train(params, *train_split, cfg.train.epochs, cfg.train.lr)[0]
+    started = time.perf_counter()
+    found = [
+        runs_adversary(params.map(lambda t, s=start: t[s : s + 1]), heldout, 0.01)
+        for start in range(runs)
+    ]
+    maxima = torch.cat([f.max_jsd for f in found])
+    print(
+        f"exact adversary, {model}, eps 0.01: {runs} runs x {heldout.shape[0]} held-out in "
+        f"{time.perf_counter() - started:.2f} s; median max JSD {float(maxima.median()):.4f}"
+    )
 
 
 def deceptive_experiment(cfg, frame, model: str) -> None:
@@ -159,12 +187,12 @@ def fixed_experiments(cfg, params, train_set, heldout, heldout_labels) -> None:
         start,
         inputs,
         labels,
-        interface.forward(learned, inputs)[1],
+        step_weights(learned, inputs),
         cfg.train.epochs,
         cfg.train.lr,
     )
     frozen_accuracy = accuracy(
-        fixed_logits(frozen, heldout, interface.forward(learned, heldout)[1]), heldout_labels
+        fixed_logits(frozen, heldout, step_weights(learned, heldout)), heldout_labels
     )
     learned_accuracy = accuracy(interface.forward(learned, heldout)[0], heldout_labels)
     print(

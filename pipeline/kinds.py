@@ -18,10 +18,10 @@ MODEL_KINDS: dict[str, str | ModuleType] = {
     kind: f"pipeline.models.{kind}" for kind in ("lesson", "sink", "multihead", "posenc", "window")
 }
 
-# The kinds whose logit is one head's pooling, r . a + b with a a distribution over
-# the steps: what the debate's tests read (pipeline/debate/). Not multihead (several
-# heads), not the sink (its value-less slot takes part of the mass).
-ONE_HEAD_KINDS = {"lesson", "posenc", "window"}
+# The kinds whose logit is linear in their heads' pooling weights,
+# sum_h sum_t a_{h,t} r_{h,t} + b with each a_h a distribution over the steps (and a
+# sink's value-less slot): what the debate's tests read (pipeline/debate/pooling.py).
+POOLING_KINDS = {"lesson", "sink", "multihead", "posenc", "window"}
 
 
 def task_modules() -> dict[str, str]:
@@ -48,12 +48,12 @@ VARIANTS: dict[str, dict] = {
 }
 
 
-def register_model(kind: str, module: str | ModuleType, one_head: bool = False) -> None:
-    """Make `module` (a module or its import path) the model kind `kind`; `one_head`:
-    its logit is one head's pooling over the steps (ONE_HEAD_KINDS)."""
+def register_model(kind: str, module: str | ModuleType, pooling: bool = False) -> None:
+    """Make `module` (a module or its import path) the model kind `kind`; `pooling`:
+    its logit is linear in its heads' pooling weights (POOLING_KINDS)."""
     MODEL_KINDS[kind] = module
-    if one_head:
-        ONE_HEAD_KINDS.add(kind)
+    if pooling:
+        POOLING_KINDS.add(kind)
 
 
 def register_task(kind: str, module: str | ModuleType) -> None:

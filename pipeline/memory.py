@@ -73,6 +73,28 @@ BATTERY_RUNS = 16
 DEBATE_RUNS = 25
 
 
+def candidate_count(slots: int, heads: int) -> int:
+    """The exact adversary's candidates per example (pipeline/debate/adversary.py): the
+    slots^heads vertex combinations, and for each head, each of its slots(slots - 1)
+    / 2 edges, each combination of the other heads' vertices and both faces of the
+    band, a crossing."""
+    return slots**heads + heads * slots ** (heads - 1) * slots * (slots - 1)
+
+
+def pooling_slots(cfg: ModelConfig, steps: int) -> int:
+    """K: the slots of each head's pooling softmax, the steps and a sink's slot."""
+    return steps + int(interface.sink_slot(cfg))
+
+
+def adversary_runs(cfg: ModelConfig, steps: int, runs: int) -> int:
+    """Runs per pass of the exact adversary: DEBATE_RUNS for the lesson's 12 steps and
+    one head, fewer as its candidates per example grow (3312 for two heads: one run)."""
+    heads, slots = interface.pooling_heads(cfg), pooling_slots(cfg, steps)
+    per_run = candidate_count(slots, heads) * slots
+    lesson = candidate_count(12, 1) * 12
+    return max(1, min(runs, DEBATE_RUNS * lesson // per_run))
+
+
 @dataclass(frozen=True)
 class MemoryTerm:
     """One dominant allocation: the product of its factors, (label, config key or "",
@@ -343,6 +365,7 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
     cell = cell_config(cfg, task, variant)
     steps = cell.data.steps
     runs = min(DEBATE_RUNS, cfg.debate.seeds)
+    heads, slots = interface.pooling_heads(cell.model), pooling_slots(cell.model, steps)
     size = ("bytes", "", DTYPE_BYTES[cell.train.dtype])
     return [
         sequences_term(cell),
@@ -350,10 +373,10 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
         MemoryTerm(
             "the adversary",
             (
-                ("runs", "debate.seeds", runs),
+                ("runs", "debate.seeds", adversary_runs(cell.model, steps, cfg.debate.seeds)),
                 ("held-out", "data.split", cell.data.split[2]),
-                ("candidates", "data.steps", steps * steps),
-                ("steps", "data.steps", steps),
+                ("candidates", "data.steps", candidate_count(slots, heads)),
+                ("slots", "data.steps", slots),
                 size,
             ),
             phase="adversary",
@@ -364,6 +387,7 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
                 ("runs", "debate.seeds", runs),
                 ("held-out", "data.split", cell.data.split[2]),
                 ("orders", "debate.permutations", cfg.debate.permutations),
+                ("heads", "model.heads", heads),
                 ("steps", "data.steps", steps),
                 size,
             ),

@@ -75,17 +75,17 @@ def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
     toy = toy_kind()
     monkeypatch.setitem(kinds.MODEL_KINDS, "toy", "")
     monkeypatch.setitem(kinds.VARIANTS, "toy", {"kind": "toy"})
-    kinds.register_model("toy", toy, one_head=True)
+    kinds.register_model("toy", toy, pooling=True)
     try:
         cfg = validate(compose([*small_overrides(), "debate.cells.lesson-lesson.variant=toy"]))
         document = debate_cell.run_cell(cfg, "lesson", "toy")
     finally:
-        kinds.ONE_HEAD_KINDS.discard("toy")
+        kinds.POOLING_KINDS.discard("toy")
     assert document["variant"] == "toy" and len(document["adversary"]) == 2
     assert document["deception"][0]["heldout_accuracy"] == (document["fixed_attention"]["learned"])
     assert document["deception"][-1]["penalty"] == 10.0
     with pytest.raises(ConfigError, match=r"variant='toy': allowed: lesson, "):
-        validate(compose(["debate.cells.lesson-lesson.variant=toy"]))  # no longer one head
+        validate(compose(["debate.cells.lesson-lesson.variant=toy"]))  # no longer registered
 
 
 @pytest.mark.parametrize(
@@ -103,16 +103,16 @@ def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
         ("debate.seeds=1", "debate.seeds=1: must be an integer >= 2"),
         ("debate.trained_seeds=0", "debate.trained_seeds=0: must be an integer >= 1"),
         (
-            "debate.cells.lesson-lesson.variant=multihead2",
-            "debate.cells.lesson-lesson.variant='multihead2': allowed: lesson, ",
-        ),
-        (
-            "debate.cells.lesson-lesson.variant=sink",
-            "debate.cells.lesson-lesson.variant='sink': allowed: lesson, ",
+            "debate.cells.lesson-lesson.variant=multihead4",
+            "debate.cells.lesson-lesson.variant='multihead4': allowed: lesson, sink, multihead2, ",
         ),
         (
             "debate.cells.lesson-lesson.task=nope",
             "debate.cells.lesson-lesson.task='nope': allowed: lesson, ",
+        ),
+        (  # its rationale is every step: nothing for the penalty to hide
+            "debate.cells.lesson-lesson.task=two_patterns",
+            "debate.cells.lesson-lesson.task='two_patterns': allowed: lesson, first_half, rise",
         ),
     ],
 )

@@ -35,13 +35,31 @@ def test_the_reading_says_whether_hiding_the_rationale_costs_the_accuracy(cell):
     strongest = cell["deception"][-1]
     uniform = cell["fixed_attention"]["uniform"]["mean"]
     costly = copy.deepcopy(cell)
+    costly["fixed_attention"]["learned"]["mean"] = uniform + 0.3  # the task learned
     costly["deception"][-1]["heldout_accuracy"]["mean"] = uniform
     assert "cannot hide the rationale" in debate.cell_reading(costly)
     free = copy.deepcopy(cell)
     free["deception"][-1]["heldout_accuracy"]["mean"] = uniform + 0.2
+    free["fixed_attention"]["learned"]["mean"] = uniform + 0.3
     reading = debate.cell_reading(free)
     assert "hides the rationale from its attention and still reads it" in reading
     assert f"at lam {strongest['penalty']:g}" in reading
+
+
+def test_the_reading_says_when_uniform_pooling_does_as_well(cell):
+    """Learned attention within 0.05 of uniform: the reading says so first, and keeping
+    that accuracy under the penalty is not called hiding."""
+    uniform = cell["fixed_attention"]["uniform"]["mean"]
+    unlearned = copy.deepcopy(cell)
+    unlearned["fixed_attention"]["learned"]["mean"] = uniform + 0.04
+    unlearned["deception"][-1]["heldout_accuracy"]["mean"] = uniform + 0.04
+    reading = debate.cell_reading(unlearned)
+    assert "Uniform pooling does about as well as the learned weights here" in reading
+    assert "there was little to hide" in reading
+    assert "still reads it" not in reading and "cannot hide" not in reading
+    learned = copy.deepcopy(unlearned)
+    learned["fixed_attention"]["learned"]["mean"] = uniform + 0.06
+    assert "Uniform pooling does about as well" not in debate.cell_reading(learned)
 
 
 def test_the_reading_says_where_the_model_s_weight_sits(cell):

@@ -77,16 +77,27 @@ def test_two_sequences_with_the_same_means_read_alike_under_uniform_attention(le
 
 
 def test_a_kind_s_own_weights_give_its_own_logits(lesson):
+    """Each head's learned weights on the steps, fixed, give the kind's logits: a
+    sink's share adds nothing, and multihead's heads each keep their own."""
+    from pipeline.debate.fixed_attention import step_weights
     from pipeline.models import interface
 
     cfg, _, (heldout, _, _) = lesson
-    for kind in ("lesson", "posenc", "window"):
+    for kind in ("lesson", "sink", "multihead", "posenc", "window"):
         params = init(cfg, kind)
-        logits, weights = interface.forward(params, heldout)
-        assert torch.allclose(fixed_logits(params, heldout, weights), logits, atol=1e-12)
+        logits, _ = interface.forward(params, heldout)
+        weights = step_weights(params, heldout)
+        assert weights.shape[-2] == (2 if kind == "multihead" else 1), kind
+        assert torch.allclose(fixed_logits(params, heldout, weights), logits, atol=1e-12), kind
 
 
-def test_multihead_is_refused_by_name(lesson):
+def test_uniform_attention_reaches_every_head(lesson):
+    """With a_{h,t} = 1/T the two-head model reads sum_h w_h . mean_t V_{h,t} + b."""
+    from pipeline.debate.pooling import pooling_terms
+
     cfg, (inputs, labels, _), _ = lesson
-    with pytest.raises(ValueError, match="model.kind=multihead: fixed attention needs one head"):
-        fixed_logits(init(cfg, "multihead"), inputs, uniform_weights(len(labels), inputs.shape[1]))
+    params = init(cfg, "multihead")
+    readouts = pooling_terms(params, inputs).readouts  # (S, N, H, T)
+    expected = readouts.mean(-1).sum(-1) + params.named["b"][:, None]
+    got = fixed_logits(params, inputs, uniform_weights(len(labels), inputs.shape[1]))
+    assert torch.allclose(got, expected, atol=1e-12)

@@ -109,6 +109,24 @@ def test_the_memory_estimate_counts_the_chunks_that_run_at_once(torch_threads):
     )
 
 
+def test_the_debate_s_adversary_passes_shrink_as_its_candidates_grow():
+    """The lesson's 144 candidates per example go 25 runs a pass; two heads' 3312, one;
+    a sink's one more slot, 169 candidates of 13 slots: 19 runs."""
+    from pipeline.config import ModelConfig
+    from pipeline.memory import adversary_runs, debate_cell_terms
+
+    assert adversary_runs(ModelConfig(), 12, 100) == 25
+    assert adversary_runs(ModelConfig(kind="multihead", heads=2), 12, 100) == 1
+    assert adversary_runs(ModelConfig(kind="sink"), 12, 100) == 25 * 144 * 12 // (169 * 13)
+    assert adversary_runs(ModelConfig(), 12, 7) == 7  # no more runs than there are
+    cfg = validate(compose())
+    terms = {t.what: t for t in debate_cell_terms(cfg, "lesson", "multihead2")}
+    factors = dict((label, value) for label, _, value in terms["the adversary"].factors)
+    assert factors["candidates"] == 3312 and factors["runs"] == 1
+    permutations = dict((label, value) for label, _, value in terms["the permutations"].factors)
+    assert permutations["heads"] == 2
+
+
 def test_byte_sizes_read_as_people_write_them():
     from pipeline.files import byte_size
 

@@ -36,7 +36,7 @@ from pipeline.config.schema import (
     StudyConfig,
 )
 from pipeline.errors import ConfigError
-from pipeline.kinds import MODEL_KINDS, ONE_HEAD_KINDS, TASKS, VARIANTS
+from pipeline.kinds import MODEL_KINDS, POOLING_KINDS, TASKS, VARIANTS
 
 
 def _check(ok: bool, key: str, allowed: str, value: Any) -> None:
@@ -341,20 +341,45 @@ def _check_values(cfg: Config) -> None:
     _check_tracking(cfg)
 
 
-def _check_cells(group: str, cells: dict, variants: list[str], note: str = "") -> None:
-    """Each cell of the grid or the debate: a known task and one of `variants`."""
+def _check_cells(
+    group: str, cells: dict, variants: list[str], note: str = "", tasks: list[str] | None = None
+) -> None:
+    """Each cell of the grid or the debate: one of `tasks` (by default every task) and
+    one of `variants`."""
+    tasks = list(TASKS) if tasks is None else tasks
     for name, cell in cells.items():
         key = f"{group}.cells.{name}"
-        _check(cell.task in TASKS, f"{key}.task", f"allowed: {', '.join(TASKS)}", cell.task)
+        _check(cell.task in tasks, f"{key}.task", f"allowed: {', '.join(tasks)}{note}", cell.task)
         allowed = f"allowed: {', '.join(variants)}{note}"
         _check(cell.variant in variants, f"{key}.variant", allowed, cell.variant)
 
 
+def _singling_out_tasks(steps: int) -> list[str]:
+    """The tasks whose rationale singles out steps: not every step whatever the marked
+    one. Where it is every step, deceptive attention's penalty -log(1 - weight on it)
+    is infinite and the rationale's hit@1 is 1 whatever the explainer. Probed on at
+    most PROBE_STEPS steps, so that the check stays cheap before the size checks run."""
+    from pipeline.tasks import rationale_rows
+
+    probe = min(steps, PROBE_STEPS)
+    return [
+        task
+        for task in TASKS
+        if not all(all(row) for row in rationale_rows(task, list(range(probe)), probe))
+    ]
+
+
 def _check_debate(cfg: Config) -> None:
     debate = cfg.debate
-    # The debate's tests read one head's weights as a distribution over the steps.
-    one_head = [name for name, model in VARIANTS.items() if model["kind"] in ONE_HEAD_KINDS]
-    _check_cells("debate", debate.cells, one_head, " (one head over the steps)")
+    # The debate's tests read a logit linear in each head's pooling weights; the exact
+    # adversary enumerates steps^heads vertex combinations (pipeline/debate/adversary.py).
+    applies = [
+        name
+        for name, model in VARIANTS.items()
+        if model["kind"] in POOLING_KINDS and model.get("heads", 1) <= DEBATE_MAX_HEADS
+    ]
+    note = f" (pooling linear in its weights, at most {DEBATE_MAX_HEADS} heads)"
+    _check_cells("debate", debate.cells, applies, note, _singling_out_tasks(cfg.data.steps))
     _check(debate.seeds >= 2, "debate.seeds", "must be an integer >= 2", debate.seeds)
     trained = debate.trained_seeds
     _check(trained >= 1, "debate.trained_seeds", "must be an integer >= 1", trained)
@@ -370,6 +395,9 @@ def _check_debate(cfg: Config) -> None:
             ok = 0 <= penalty < math.inf
             _check(ok, f"debate.{key}", "each lam must be a finite number >= 0", penalty)
 
+
+PROBE_STEPS = 16  # sequence lengths on which a task's rationale is probed
+DEBATE_MAX_HEADS = 2  # pipeline/debate/adversary.py's MAX_HEADS: a test keeps them equal
 
 # MLflow's limit on an experiment's name (mlflow.utils.validation, 2.7 s to import:
 # a test checks that the two agree), less the grid's "-next-lesson" experiment suffix.

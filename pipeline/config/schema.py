@@ -168,10 +168,16 @@ class GridConfig:
 
 
 def debate_cells() -> dict[str, GridCell]:
-    """The debate's default cells: the lesson, on its own model and on window 3 (a
-    layer that can carry a step's reading to its neighbours), as conf/debate/lesson.yaml
-    lists them."""
-    return {f"lesson-{variant}": GridCell("lesson", variant) for variant in ("lesson", "window3")}
+    """The debate's default cells: each task module's DEBATE_VARIANTS (pipeline/tasks/),
+    which conf/debate/lesson.yaml lists as well."""
+    from pipeline.kinds import TASKS
+    from pipeline.tasks import task_module
+
+    return {
+        f"{task}-{variant}": GridCell(task, variant)
+        for task in TASKS
+        for variant in getattr(task_module(task), "DEBATE_VARIANTS", ())
+    }
 
 
 @dataclass

@@ -12,6 +12,20 @@ inside the slab, or a point where an edge [e_i, e_j] of the simplex crosses a fa
 of the slab. There are at most T + T(T - 1) of them, and each one's JSD has a closed
 form in two coordinates, so the maximum is enumerated, not searched for.
 
+With several heads (multihead), the logit is sum_h r_h . a'_h + b and a' ranges over a
+product of simplices, one per head, cut by the same slab. The adversary's JSD is the
+mean over heads of JSD(a'_h, a_h): convex, so again the maximum is at a vertex. The
+product's vertices are one vertex per head; its edges move one head along an edge
+of its simplex with the others at vertices. So the candidates are the T^H vertex
+combinations inside the slab, and for each head h, each edge of h's simplex and
+each combination of the other heads' vertices, the points where that edge crosses a
+face: T^H + H T^(H-1) T(T - 1) in all, enumerated for heads <= MAX_HEADS. By the
+joint convexity of JSD, the mean of the heads' JSDs is at least the JSD of their
+mean weights, the distribution the seed variance compares (pooling.distribution).
+
+A sink (pipeline/models/sink.py) is one more slot of each head with readout 0: the
+adversary may move mass onto it or off it, and its JSD counts the slot.
+
 JSD uses the natural log, so it is at most ln 2.
 """
 
@@ -22,7 +36,7 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline.debate.pooling import one_head
+from pipeline.debate.pooling import pooling_terms
 from pipeline.errors import ConfigError
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
@@ -30,6 +44,9 @@ from pipeline.models.pooling import probability
 LOGIT_CLAMP = 30.0  # the lesson's clamp of the logit (pooling.probability)
 # A crossing a hair outside its edge (rounding in the division) still counts.
 EDGE_SLACK = 1e-12
+# Heads the enumeration covers: T^H + H T^(H-1) T(T - 1) candidates per example
+# (memory.candidate_count), 3312 for two heads over the lesson's 12 steps, 936k for four.
+MAX_HEADS = 2
 
 
 def jsd_terms(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -61,91 +78,143 @@ def logit_band(logits: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Te
 @dataclass(frozen=True)
 class Adversary:
     """Per example: the largest JSD reachable within eps, and the distribution that
-    reaches it (..., T)."""
+    reaches it (..., H, K)."""
 
     max_jsd: torch.Tensor
     weights: torch.Tensor
 
 
+def vertex_combinations(values: torch.Tensor) -> torch.Tensor:
+    """sum_h values[..., h, k_h] for every combination (k_0, ..., k_{H-1}) (..., K^H),
+    head 0's index the slowest; () heads give the one empty combination, 0."""
+    combined = values.new_zeros(values.shape[:-2] + (1,))
+    for head in values.unbind(-2):
+        combined = (combined[..., :, None] + head[..., None, :]).flatten(-2)
+    return combined
+
+
 def exact_adversary(
     weights: torch.Tensor, readouts: torch.Tensor, bias: torch.Tensor, eps: float
 ) -> Adversary:
-    """The exact maximum of JSD(a', a) over distributions a' with |p(a') - p(a)| <= eps.
+    """The exact maximum of mean_h JSD(a'_h, a_h) over per-head distributions a' with
+    |p(a') - p(a)| <= eps.
 
-    `weights` a and `readouts` r are (..., T), `bias` b broadcasts against (...): the
-    logit is r . a + b. Enumerates the feasible polytope's vertices (module
-    docstring); a, which is feasible, keeps the maximum at or above 0.
+    `weights` a and `readouts` r are (..., H, K), `bias` b broadcasts against (...):
+    the logit is sum_h r_h . a_h + b. Enumerates the feasible polytope's vertices
+    (module docstring); a, which is feasible, keeps the maximum at or above 0.
     """
-    steps = weights.shape[-1]
-    lo, hi = logit_band((weights * readouts).sum(-1) + bias, eps)
-    lo, hi = lo - bias, hi - bias  # the band of the context r . a'
-
-    # Simplex vertices: all the mass on one step.
-    inside = (readouts >= lo[..., None]) & (readouts <= hi[..., None])
+    heads, slots = weights.shape[-2:]
+    lo, hi = logit_band((weights * readouts).sum((-2, -1)) + bias, eps)
+    lo, hi = lo - bias, hi - bias  # the band of the context sum_h r_h . a'_h
+    # JSD(e_k, a_h) / H: head h's share of the mean with all its mass on slot k.
     at_vertex = 0.5 * math.log(2) * (1 - weights) + jsd_terms(torch.ones_like(weights), weights)
-    at_vertex = torch.where(inside, at_vertex, -math.inf)
+    at_vertex = at_vertex / heads
 
-    # Edge crossings: lam on step i, 1 - lam on step j, with lam r_i + (1 - lam) r_j on
-    # a face; every other step's term is 0.5 ln 2 a_t.
-    first, second = torch.triu_indices(steps, steps, 1, device=weights.device)
-    r_i, r_j = readouts[..., first], readouts[..., second]  # (..., P)
-    a_i, a_j = weights[..., first], weights[..., second]
-    faces = torch.stack([lo, hi])[..., None]  # (2, ..., 1)
+    # Vertex combinations inside the slab.
+    context = vertex_combinations(readouts)
+    inside = (context >= lo[..., None]) & (context <= hi[..., None])
+    candidates = [torch.where(inside, vertex_combinations(at_vertex), -math.inf)]
+
+    # Edge crossings of head h: lam on slot i, 1 - lam on slot j, the other heads at
+    # vertices (their context and JSD share `others_*`, (..., M)); every other slot of
+    # h adds 0.5 ln 2 a_t / H.
+    first, second = torch.triu_indices(slots, slots, 1, device=weights.device)
+    faces = torch.stack([lo, hi])[..., None, None]  # (2, ..., 1, 1)
+    for head in range(heads):
+        rest = [h for h in range(heads) if h != head]
+        others_context = vertex_combinations(readouts[..., rest, :])[..., None]  # (..., M, 1)
+        others_jsd = vertex_combinations(at_vertex[..., rest, :])[..., None]
+        r_i, r_j = (readouts[..., head, pick][..., None, :] for pick in (first, second))
+        a_i, a_j = (weights[..., head, pick][..., None, :] for pick in (first, second))
+        lam = _crossing(faces - others_context, r_i, r_j)  # (2, ..., M, P), nan if none
+        at_edge = (
+            0.5 * math.log(2) * (1 - a_i - a_j) + jsd_terms(lam, a_i) + jsd_terms(1 - lam, a_j)
+        )
+        at_edge = torch.where(lam.isnan(), -math.inf, others_jsd + at_edge / heads)
+        candidates.append(at_edge.movedim(0, -3).flatten(-3))  # (..., 2 M P): face, m, pair
+
+    best, choice = torch.cat(candidates, -1).max(-1)
+    found = _candidate_weights(choice, readouts, lo, hi, first, second)
+    return Adversary(best, found)
+
+
+def _crossing(face: torch.Tensor, r_i: torch.Tensor, r_j: torch.Tensor) -> torch.Tensor:
+    """The share lam of slot i where the edge lam e_i + (1 - lam) e_j reaches `face`
+    (the context left to this head), clamped to [0, 1]; nan where the edge does not
+    cross it (parallel, or the face infinite or beyond the edge's ends)."""
     spread = r_i - r_j
-    lam = (faces - r_j) / torch.where(spread == 0, torch.ones_like(spread), spread)
-    crosses = (spread != 0) & torch.isfinite(faces) & (lam >= -EDGE_SLACK) & (lam <= 1 + EDGE_SLACK)
-    lam = lam.clamp(0, 1)
-    at_edge = 0.5 * math.log(2) * (1 - a_i - a_j) + jsd_terms(lam, a_i) + jsd_terms(1 - lam, a_j)
-    at_edge = torch.where(crosses, at_edge, -math.inf)  # (2, ..., P)
+    lam = (face - r_j) / torch.where(spread == 0, torch.ones_like(spread), spread)
+    crosses = (spread != 0) & torch.isfinite(face) & (lam >= -EDGE_SLACK) & (lam <= 1 + EDGE_SLACK)
+    return torch.where(crosses, lam.clamp(0, 1), math.nan)
 
-    candidates = torch.cat([at_vertex, at_edge[0], at_edge[1]], -1)  # (..., T + 2P)
-    best, choice = candidates.max(-1)
-    return Adversary(best, _candidate_weights(choice, lam, first, second, steps))
+
+def _digits(index: torch.Tensor, base: int, count: int) -> list[torch.Tensor]:
+    """`index` written in `count` digits of `base`, the most significant first."""
+    return [(index // base ** (count - 1 - d)) % base for d in range(count)]
 
 
 def _candidate_weights(
     choice: torch.Tensor,
-    lam: torch.Tensor,
+    readouts: torch.Tensor,
+    lo: torch.Tensor,
+    hi: torch.Tensor,
     first: torch.Tensor,
     second: torch.Tensor,
-    steps: int,
 ) -> torch.Tensor:
-    """The distribution (..., T) of each example's chosen candidate: index < T is the
-    vertex e_index, then the edge crossings on the lower face, then the upper."""
-    pairs = first.numel()
-    out = torch.zeros(*choice.shape, steps, dtype=lam.dtype, device=lam.device)
-    is_vertex = choice < steps
-    vertex = choice.clamp(max=steps - 1)
-    out.scatter_(-1, vertex[..., None], is_vertex[..., None].to(out.dtype))
-    edge = (choice - steps).clamp(min=0)
-    face, pair = edge // pairs, edge % pairs
-    share = torch.where(face == 0, lam[0].gather(-1, pair[..., None])[..., 0], 0)
-    share = torch.where(face == 1, lam[1].gather(-1, pair[..., None])[..., 0], share)
-    on_edge = (~is_vertex).to(out.dtype)
-    out.scatter_add_(-1, first[pair][..., None], (on_edge * share)[..., None])
-    out.scatter_add_(-1, second[pair][..., None], (on_edge * (1 - share))[..., None])
+    """The per-head distributions (..., H, K) of each example's chosen candidate, in
+    `exact_adversary`'s order: the K^H vertex combinations, then for each head the
+    edge crossings (face, the other heads' combination m, the pair). An edge's lam is
+    computed again from the decoded indices."""
+    heads, slots = readouts.shape[-2:]
+    pairs, combos = first.numel(), slots ** (heads - 1)
+    vertices, per_head = slots**heads, 2 * combos * pairs
+    is_vertex = choice < vertices
+    edge = (choice - vertices).clamp(min=0)
+    moving = torch.where(is_vertex, -1, edge // per_head)  # the head on an edge, or -1
+    edge = edge % per_head
+    face, other, pair = edge // (combos * pairs), (edge // pairs) % combos, edge % pairs
+    at_vertex = _digits(choice.clamp(max=vertices - 1), slots, heads)
+    # The other heads' slots, in head order without the moving one (one 0 if none).
+    others = torch.stack(_digits(other, slots, heads - 1) or [torch.zeros_like(other)], -1)
+    picked = []  # each head's vertex slot (the moving head's is not read)
+    for head in range(heads):
+        position = (head - (moving < head).long()).clamp(0, others.shape[-1] - 1)
+        among_others = others.gather(-1, position[..., None])[..., 0]
+        picked.append(torch.where(is_vertex, at_vertex[head], among_others))
+    picked = torch.stack(picked, -1)  # (..., H)
+    chosen = readouts.gather(-1, picked[..., None])[..., 0]  # (..., H)
+    moving_mask = torch.arange(heads, device=choice.device) == moving[..., None]
+    others_context = torch.where(moving_mask, 0, chosen).sum(-1)
+    mover = moving.clamp(min=0)[..., None, None].expand(*moving.shape, 1, slots)
+    mover_readouts = readouts.gather(-2, mover)[..., 0, :]  # (..., K)
+    i, j = first[pair], second[pair]
+    r_i = mover_readouts.gather(-1, i[..., None])[..., 0]
+    r_j = mover_readouts.gather(-1, j[..., None])[..., 0]
+    face_value = torch.where(face == 0, lo, hi)
+    lam = _crossing(face_value - others_context, r_i, r_j).nan_to_num(0)
+
+    out = torch.zeros(*readouts.shape, dtype=readouts.dtype, device=readouts.device)
+    vertex_mass = (~moving_mask).to(out.dtype)
+    out.scatter_(-1, picked[..., None], vertex_mass[..., None])
+    on_edge = moving_mask.to(out.dtype)
+    share_i, share_j = (
+        (on_edge * lam[..., None])[..., None],
+        (on_edge * (1 - lam[..., None]))[..., None],
+    )
+    out.scatter_add_(-1, i[..., None, None].expand(*i.shape, heads, 1), share_i)
+    out.scatter_add_(-1, j[..., None, None].expand(*j.shape, heads, 1), share_j)
     return out
 
 
 def runs_adversary(params: Params, inputs: torch.Tensor, eps: float) -> Adversary:
-    """`exact_adversary` for every run and example (S, N) of a kind whose logit is its
-    one head's pooling, r . a + b, with a a distribution over the steps, or over the
-    steps and a value-less sink: the sink is one more slot with readout 0, so the
-    adversary may move mass onto it or off it, and its JSD counts the slot. The
-    weights it returns are the steps' (S, N, T).
-
-    Multihead (a product of simplices, the same vertex structure) is not covered yet:
-    refused by name.
-    """
-    terms = one_head(params, inputs, "the exact adversary")
-    weights, readouts, steps = terms.weights, terms.readouts, terms.weights.shape[-1]
-    if "sink" in params.named:  # the kind's layout has the sink's logit
-        weights = torch.cat([weights, 1 - weights.sum(-1, keepdim=True)], -1)
-        readouts = torch.cat([readouts, torch.zeros_like(readouts[..., :1])], -1)
-    if not torch.allclose(weights.sum(-1), torch.ones((), dtype=weights.dtype)):
+    """`exact_adversary` for every run and example (S, N) of a kind whose logit is
+    linear in its heads' pooling weights (pooling.py); the weights it returns are
+    each head's over the steps and the sink slot (S, N, H, K)."""
+    terms = pooling_terms(params, inputs)
+    heads = terms.weights.shape[-2]
+    if heads > MAX_HEADS:
         raise ConfigError(
-            f"invalid config value model.kind={params.cfg.kind}: the exact adversary "
-            "needs one head whose weights are a distribution over the steps"
+            f"invalid config value model.heads={heads}: the exact adversary enumerates "
+            f"steps^heads vertex combinations, at most {MAX_HEADS} heads"
         )
-    found = exact_adversary(weights, readouts, terms.bias, eps)
-    return Adversary(found.max_jsd, found.weights[..., :steps])
+    return exact_adversary(terms.weights, terms.readouts, terms.bias, eps)

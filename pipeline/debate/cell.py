@@ -23,11 +23,11 @@ from pipeline.config.cells import cell_config
 from pipeline.debate.adversary import jsd, runs_adversary
 from pipeline.debate.consistent import train_consistent
 from pipeline.debate.deception import rationale_mass, train_deceptive
-from pipeline.debate.fixed_attention import fixed_logits, train_fixed, uniform_weights
+from pipeline.debate.fixed_attention import fixed_logits, step_weights, train_fixed, uniform_weights
 from pipeline.debate.permutation import permutation_orders, permuted_output_change
-from pipeline.debate.pooling import one_head
+from pipeline.debate.pooling import pooling_terms, with_sink_slot
 from pipeline.debate.seed_variance import pair_divergence, seed_pairs
-from pipeline.memory import DEBATE_RUNS
+from pipeline.memory import DEBATE_RUNS, adversary_runs
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
@@ -53,11 +53,11 @@ def seed_summary(per_seed: torch.Tensor, cfg: Config) -> dict:
     return {**stats.describe(per_seed), "mean_interval": [low, high]}
 
 
-def in_chunks(params: Params, work) -> list:
-    """`work` on RUN_CHUNK runs at a time."""
+def in_chunks(params: Params, work, runs: int = RUN_CHUNK) -> list:
+    """`work` on `runs` runs at a time."""
     return [
-        work(params.map(lambda t, s=start: t[s : s + RUN_CHUNK]))
-        for start in range(0, params.runs, RUN_CHUNK)
+        work(params.map(lambda t, s=start: t[s : s + runs]))
+        for start in range(0, params.runs, runs)
     ]
 
 
@@ -73,9 +73,13 @@ def adversary_numbers(
     within eps, the share of examples where JSD >= FAR_JSD keeps the output, and the
     adversary's mean weight on the rationale beside the model's; over every (run,
     example), the median largest JSD by the learned largest weight (`largest`, (S, N))."""
-    found = in_chunks(params, lambda part: runs_adversary(part, inputs, eps))
+    runs = adversary_runs(params.cfg, inputs.shape[1], params.runs)
+    found = in_chunks(params, lambda part: runs_adversary(part, inputs, eps), runs)
     max_jsd = torch.cat([f.max_jsd for f in found])
-    adversary_mass = torch.cat([rationale_mass(f.weights, rationale) for f in found])
+    steps = rationale.shape[-1]
+    adversary_mass = torch.cat(
+        [rationale_mass(f.weights[..., :steps].mean(-2), rationale) for f in found]
+    )
     far = ~ties.below(max_jsd, FAR_JSD)  # at least FAR_JSD, a near-tie included
     return {
         "eps": eps,
@@ -97,9 +101,11 @@ def permutation_numbers(params: Params, inputs: torch.Tensor, cfg: Config) -> di
     )
 
     def changes(part: Params) -> tuple[torch.Tensor, torch.Tensor]:
-        terms = one_head(part, inputs, "permuted attention")
-        moved = permuted_output_change(terms.weights, terms.readouts, terms.bias, orders)
-        return moved, terms.weights.amax(-1)
+        terms = pooling_terms(part, inputs)
+        steps = terms.steps
+        weights, readouts = terms.weights[..., :steps], terms.readouts[..., :steps]
+        moved = permuted_output_change(weights, readouts, terms.bias, orders)
+        return moved, weights.mean(-2).amax(-1)
 
     moved, largest = (torch.cat(parts) for parts in zip(*in_chunks(params, changes), strict=True))
     peaked = ~ties.below(largest, 0.5)
@@ -137,7 +143,7 @@ def seed_variance_numbers(params: Params, inputs: torch.Tensor) -> dict:
 
     def terms(part: Params) -> tuple[torch.Tensor, torch.Tensor]:
         logits, weights = interface.forward(part, inputs)
-        return weights, probability(logits)
+        return with_sink_slot(weights, part.cfg), probability(logits)
 
     weights, outputs = (torch.cat(parts) for parts in zip(*in_chunks(params, terms), strict=True))
     divergence, distance = pair_divergence(weights, outputs, seed_pairs(params.runs))
@@ -164,15 +170,12 @@ def fixed_numbers(
     (inputs, labels), (held, held_labels) = train_split, heldout
     steps, epochs, lr = cfg.data.steps, cfg.train.epochs, cfg.train.lr
     uniform, _ = train_fixed(start, inputs, labels, uniform_weights(len(labels), steps), epochs, lr)
-    frozen_train = interface.forward(learned, inputs)[1]
-    frozen, _ = train_fixed(start, inputs, labels, frozen_train, epochs, lr)
+    frozen, _ = train_fixed(start, inputs, labels, step_weights(learned, inputs), epochs, lr)
     held_uniform = uniform_weights(held.shape[0], steps, held.dtype)
     accuracies = {
         "learned": accuracy(interface.forward(learned, held)[0], held_labels),
         "uniform": accuracy(fixed_logits(uniform, held, held_uniform), held_labels),
-        "frozen": accuracy(
-            fixed_logits(frozen, held, interface.forward(learned, held)[1]), held_labels
-        ),
+        "frozen": accuracy(fixed_logits(frozen, held, step_weights(learned, held)), held_labels),
     }
     return {name: seed_summary(values, cfg) for name, values in accuracies.items()}
 
@@ -248,6 +251,7 @@ def consistent_numbers(
     not what attention can do."""
     (inputs, labels), (held, held_labels) = train_split, heldout
     base_logits, base_weights = interface.forward(learned, held)
+    base_weights = with_sink_slot(base_weights, cfg.model)
     rows = []
     for penalty in cfg.debate.consistent_penalties:
         trained, history = train_consistent(
@@ -261,7 +265,9 @@ def consistent_numbers(
                 "penalty": penalty,
                 "diverged_seeds": diverged(seeds, finite),
                 "tvd": seed_summary(distance[finite], cfg),
-                "jsd": seed_summary(jsd(weights, base_weights).mean(-1)[finite], cfg),
+                "jsd": seed_summary(
+                    jsd(with_sink_slot(weights, cfg.model), base_weights).mean(-1)[finite], cfg
+                ),
                 "heldout_accuracy": seed_summary(accuracy(logits, held_labels)[finite], cfg),
             }
         )

@@ -9,7 +9,8 @@ over the training sequences; for a binary output the TVD is |p - p_base|. Unlike
 the per-example adversary (adversary.py), its distributions come from one trained
 model: what a model of the kind can actually do. Read against the seed variance
 (seed_variance.py): an adversary whose (JSD, TVD) lies inside the cloud of two
-ordinary seeds shows nothing.
+ordinary seeds shows nothing. The JSD is of the metrics' weights, the mean over
+heads, with a sink's share as one more slot (pooling.with_sink_slot).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import torch
 
 from pipeline.debate.adversary import jsd
+from pipeline.debate.pooling import with_sink_slot
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
@@ -50,13 +52,18 @@ def train_consistent(
     (`base`, trained): the loss above, through autograd on the kind's forward.
     `labels` only feed the training history (its BCE and accuracy)."""
     base_logits, base_weights = (t.detach() for t in interface.forward(base, inputs))
+    base_weights = with_sink_slot(base_weights, params.cfg)
     base_probabilities = probability(base_logits)
 
     def step(current: Params):
         leaves = current.map(lambda t: t.detach().requires_grad_(True))
         logits, weights = interface.forward(leaves, inputs)
         loss = consistency_loss(
-            probability(logits), weights, base_probabilities, base_weights, penalty
+            probability(logits),
+            with_sink_slot(weights, params.cfg),
+            base_probabilities,
+            base_weights,
+            penalty,
         ).sum()
         return logits.detach(), torch.autograd.grad(loss, leaves.tensors())
 

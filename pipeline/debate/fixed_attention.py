@@ -3,9 +3,11 @@ not Explanation", EMNLP 2019, sections 3.1 and 3.3): uniform weights a_t = 1/T (
 attention needed at all?), and a trained run's per-example weights frozen into a
 model that learns only the rest (do those weights carry what the task needs?).
 
-For every kind with one head the logit is sum_t a_t r_t + b, the readouts r_t and
-the bias coming from the kind's parameters (for window, through its layer). Fixing
-a puts the given weights in place of the learned ones and leaves that sum: the same
+For every kind the logit is sum_h sum_t a_{h,t} r_{h,t} + b (pooling.py), the
+readouts and the bias coming from the kind's parameters (for window, through its
+layer). Fixing a puts the given weights in place of the learned ones and leaves that
+sum: uniform weights go to every head; frozen ones are each head's own, and a sink
+keeps the mass the steps do not take, which adds nothing to the logit. The same
 parameters, init and training (full-batch gradient descent on the mean BCE with the
 lesson's clamp), with the keys and the query left without a gradient.
 """
@@ -14,21 +16,28 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.debate.pooling import one_head
+from pipeline.debate.pooling import pooling_terms
 from pipeline.models.parameters import Params
 from pipeline.models.train import History, check_finite, descend, surrogate_loss
 from pipeline.precision import settle
 
 
 def uniform_weights(examples: int, steps: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """a_t = 1/T for every example (N, T)."""
-    return torch.full((examples, steps), 1 / steps, dtype=dtype)
+    """a_{h,t} = 1/T for every example and head (N, 1, T)."""
+    return torch.full((examples, 1, steps), 1 / steps, dtype=dtype)
+
+
+def step_weights(params: Params, inputs: torch.Tensor) -> torch.Tensor:
+    """Each head's learned weights on the steps (S, N, H, T): what frozen attention fixes."""
+    terms = pooling_terms(params, inputs)
+    return terms.weights[..., : terms.steps]
 
 
 def fixed_logits(params: Params, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Logits (S, N) with `weights` ((S, N, T) or (N, T)) in place of the pooling's."""
-    terms = one_head(params, inputs, "fixed attention")
-    return (weights * terms.readouts).sum(-1) + terms.bias
+    """Logits (S, N) with the steps' `weights` (broadcasting against (S, N, H, T)) in
+    place of the pooling's."""
+    terms = pooling_terms(params, inputs)
+    return (weights * terms.readouts[..., : terms.steps]).sum((-2, -1)) + terms.bias
 
 
 def train_fixed(

@@ -1,5 +1,8 @@
-"""What every experiment of the debate reads off a one-head kind: its logit is
-sum_t a_t r_t + b, the pooling weights a, the readouts r and the bias b."""
+"""What every experiment of the debate reads off a kind: its logit is
+sum_h sum_k a_{h,k} r_{h,k} + b, linear in each head's pooling weights a_h, a
+distribution over the slots k of that head's softmax: the steps, then the sink
+where the kind has one (`sink_slot` in pipeline/models/kind.py: its weight is
+1 - sum_t a_{h,t}, its readout 0)."""
 
 from __future__ import annotations
 
@@ -7,24 +10,35 @@ from typing import NamedTuple
 
 import torch
 
-from pipeline.errors import ConfigError
+from pipeline.config import ModelConfig
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 
 
-class OneHead(NamedTuple):
+class Pooling(NamedTuple):
     logits: torch.Tensor  # (S, N)
-    weights: torch.Tensor  # (S, N, T)
-    readouts: torch.Tensor  # (S, N, T)
+    weights: torch.Tensor  # (S, N, H, K): per head, over the steps then the sink slot
+    readouts: torch.Tensor  # (S, N, H, K): the sink slot's is 0
     bias: torch.Tensor  # (S, N): b, whatever the kind's layout names it
+    steps: int  # T: the first T slots are the steps
 
 
-def one_head(params: Params, inputs: torch.Tensor, experiment: str) -> OneHead:
-    """The kind's pooling terms; a kind with more heads is refused, naming `experiment`."""
+def pooling_terms(params: Params, inputs: torch.Tensor) -> Pooling:
+    """The kind's pooling terms, each head's weights a distribution over its slots."""
     logits, weights, readouts = interface.kind(params.cfg.kind).attend(params, inputs)
-    if weights.shape[-2] != 1:
-        raise ConfigError(
-            f"invalid config value model.kind={params.cfg.kind}: {experiment} needs one head"
-        )
-    weights, readouts = weights[..., 0, :], readouts[..., 0, :]
-    return OneHead(logits, weights, readouts, logits - (weights * readouts).sum(-1))
+    steps = weights.shape[-1]
+    if interface.sink_slot(params.cfg):
+        weights = torch.cat([weights, 1 - weights.sum(-1, keepdim=True)], -1)
+        readouts = torch.cat([readouts, torch.zeros_like(readouts[..., :1])], -1)
+    bias = logits - (weights * readouts).sum((-2, -1))
+    return Pooling(logits, weights, readouts, bias, steps)
+
+
+def with_sink_slot(weights: torch.Tensor, cfg: ModelConfig) -> torch.Tensor:
+    """The metrics' weights (..., T), the mean over heads, as a distribution over the
+    slots (..., K): the sink's share appended where the kind has one. The seed
+    variance and the model-consistent adversary compare these (heads are not matched
+    across seeds; their mean is what the metrics read)."""
+    if not interface.sink_slot(cfg):
+        return weights
+    return torch.cat([weights, 1 - weights.sum(-1, keepdim=True)], -1)

@@ -112,3 +112,8 @@ def pooling_heads(cfg: ModelConfig) -> int:
 def layer_values(cfg: ModelConfig) -> int:
     """Per-step values of a layer before the pooling (the memory estimate's factor)."""
     return kind(cfg.kind).layer_values(cfg)
+
+
+def sink_slot(cfg: ModelConfig) -> bool:
+    """Whether each head's softmax has one value-less slot beside the steps (a sink)."""
+    return kind(cfg.kind).sink_slot(cfg)

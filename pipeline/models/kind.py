@@ -25,6 +25,10 @@ replaces the default below:
   autograd. A kind's hand-derived gradients or compiled kernel are optimisations:
   tests/test_models.py checks each against autograd through `attend`;
 - the memory estimate's factors (`pooling_heads`, `layer_values`);
+- `sink_slot(cfg)`: whether each head's softmax has one value-less slot beside the
+  steps (a sink): its weight is what the steps do not take, 1 - sum_t a_t, and it
+  adds nothing to the logit. The debate's tests (pipeline/debate/) count it as one
+  more place for the mass, with readout 0. By default none;
 - `randomisation_groups(cfg)`: its parameters in groups from the output side
   inwards, the sanity checks' cascade (by default the lesson's readout, values,
   keys; every parameter of the layout in exactly one group).
@@ -51,6 +55,7 @@ OPTIONAL = (
     "training_block",
     "pooling_heads",
     "layer_values",
+    "sink_slot",
     "randomisation_groups",
 )
 
@@ -115,6 +120,10 @@ class Kind:
     def layer_values(self, cfg: ModelConfig) -> int:
         """Per-step values of a layer before the pooling (the memory estimate's factor)."""
         return 0
+
+    def sink_slot(self, cfg: ModelConfig) -> bool:
+        """Whether each head's softmax has one value-less slot beside the steps."""
+        return False
 
     def randomisation_groups(self, cfg: ModelConfig) -> Groups:
         """The parameter groups of the sanity checks' cascade, output side first."""

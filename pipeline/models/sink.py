@@ -27,6 +27,10 @@ def layout(cfg: ModelConfig, steps: int) -> Layout:
     return [*lesson_layout(cfg), ("sink", ())]
 
 
+def sink_slot(cfg: ModelConfig) -> bool:
+    return True
+
+
 def randomisation_groups(cfg: ModelConfig) -> Groups:
     """The sink's logit sets the weights with the keys and the query."""
     readout, values, (keys, names) = LESSON_GROUPS

@@ -14,13 +14,16 @@ offers, without torch:
   express the rule): one of the two for every variant the grid runs on it;
 - `GRID_VARIANTS`: the model variants of its next-lesson cells (the grid's default
   cells; conf/grid/lesson.yaml lists the same, since DVC composes conf/ alone);
+- optional: `DEBATE_VARIANTS`, the model variants of its attention-debate cells
+  (the debate's default cells, listed in conf/debate/lesson.yaml as well): a
+  variant that can solve the task, on a task whose rationale singles out steps;
 - optional: `ORDERED = True` where the label depends on where steps sit (the grid
   adds a shuffled control), `EXPERIMENT = "heads"` for the next lesson's heads
   section (the default: "order");
 - a docstring with the rule, its rationale and which faithfulness metrics apply.
 
 A new task is one module here and one YAML in conf/task/ (its cells in
-conf/grid/lesson.yaml as well).
+conf/grid/lesson.yaml, and conf/debate/lesson.yaml where it has debate cells, as well).
 """
 
 from __future__ import annotations

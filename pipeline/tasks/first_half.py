@@ -18,6 +18,9 @@ from pipeline.tasks import SET_ORDER
 
 # The next lesson's cells on this task (conf/grid/lesson.yaml lists them too).
 GRID_VARIANTS = ("lesson", "posenc_learned", "posenc_sinusoidal", "window3", "window12")
+# The debate's cell: learned positions, the one pooling-only kind that can express
+# the rule (most of its seeds do not learn it at the lesson's budget; report.md says so).
+DEBATE_VARIANTS = ("posenc_learned",)
 # What each model variant can express here (pipeline/analysis/capacity.py).
 HAND_SET = {"posenc_learned": "learned_halves", "window12": "window_count"}
 CANNOT = {

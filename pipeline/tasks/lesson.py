@@ -13,6 +13,9 @@ from pipeline.tasks import COSINE, ONE_HEAD
 # the named hand-set models; docs/next_lesson.md has the derivations).
 HAND_SET = {variant: "marker_reading" for variant in (*ONE_HEAD, "multihead2", "multihead4")}
 CANNOT = {"posenc_sinusoidal": COSINE}
+# The debate's cells: the lesson's model, and window 3, a layer that can carry a
+# step's reading to its neighbours (what deceptive attention would need).
+DEBATE_VARIANTS = ("lesson", "window3")
 
 
 def label(readings: list[float], marked: int, threshold: float) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 # The next lesson's cells on this task (conf/grid/lesson.yaml lists them too).
 GRID_VARIANTS = ("lesson", "posenc_learned", "posenc_sinusoidal", "window3", "window2")
+# The debate's cell: window 2, which can read step m - 1 beside m.
+DEBATE_VARIANTS = ("window2",)
 # What each model variant can express here (pipeline/analysis/capacity.py).
 HAND_SET = {"window2": "window_previous"}
 CANNOT = {
