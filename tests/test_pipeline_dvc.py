@@ -414,7 +414,7 @@ def test_mlflow_server_serves_the_runs(repo):
             except OSError:
                 assert time.monotonic() < deadline, "mlflow server did not start"
                 assert server.poll() is None, "mlflow server exited"
-                time.sleep(1)
+                time.sleep(0.2)
         request = urllib.request.Request(
             f"{base}/experiments/get-by-name?experiment_name={EXPERIMENT}"
         )
