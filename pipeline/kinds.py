@@ -22,6 +22,8 @@ MODEL_KINDS: dict[str, str | ModuleType] = {
 # sum_h sum_t a_{h,t} r_{h,t} + b with each a_h a distribution over the steps (and a
 # sink's value-less slot): what the debate's tests read (pipeline/debate/pooling.py).
 POOLING_KINDS = {"lesson", "sink", "multihead", "posenc", "window"}
+# The most heads the debate's exact adversary enumerates (pipeline/debate/adversary.py).
+DEBATE_MAX_HEADS = 2
 
 
 def task_modules() -> dict[str, str]:

@@ -299,11 +299,8 @@ def test_more_heads_than_the_enumeration_covers_are_refused_by_name(heldout):
         runs_adversary(params, inputs, 0.01)
 
 
-def test_the_config_check_allows_the_heads_the_adversary_covers():
-    from pipeline.config.checks import DEBATE_MAX_HEADS
-    from pipeline.debate.adversary import MAX_HEADS
+def test_the_candidates_per_example_count_vertices_and_crossings():
     from pipeline.memory import candidate_count
 
-    assert DEBATE_MAX_HEADS == MAX_HEADS
     assert candidate_count(12, 1) == 12 + 12 * 11  # the lesson: vertices, two faces per pair
     assert candidate_count(12, 2) == 3312

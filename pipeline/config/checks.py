@@ -36,7 +36,7 @@ from pipeline.config.schema import (
     StudyConfig,
 )
 from pipeline.errors import ConfigError
-from pipeline.kinds import MODEL_KINDS, POOLING_KINDS, TASKS, VARIANTS
+from pipeline.kinds import DEBATE_MAX_HEADS, MODEL_KINDS, POOLING_KINDS, TASKS, VARIANTS
 
 
 def _check(ok: bool, key: str, allowed: str, value: Any) -> None:
@@ -342,14 +342,19 @@ def _check_values(cfg: Config) -> None:
 
 
 def _check_cells(
-    group: str, cells: dict, variants: list[str], note: str = "", tasks: list[str] | None = None
+    group: str,
+    cells: dict,
+    variants: list[str],
+    note: str = "",
+    tasks: tuple[list[str], str] | None = None,
 ) -> None:
-    """Each cell of the grid or the debate: one of `tasks` (by default every task) and
-    one of `variants`."""
-    tasks = list(TASKS) if tasks is None else tasks
+    """Each cell of the grid or the debate: one of `tasks` (the names and a note; by
+    default every task) and one of `variants`."""
+    names, task_note = (list(TASKS), "") if tasks is None else tasks
     for name, cell in cells.items():
         key = f"{group}.cells.{name}"
-        _check(cell.task in tasks, f"{key}.task", f"allowed: {', '.join(tasks)}{note}", cell.task)
+        allowed_tasks = f"allowed: {', '.join(names)}{task_note}"
+        _check(cell.task in names, f"{key}.task", allowed_tasks, cell.task)
         allowed = f"allowed: {', '.join(variants)}{note}"
         _check(cell.variant in variants, f"{key}.variant", allowed, cell.variant)
 
@@ -379,7 +384,8 @@ def _check_debate(cfg: Config) -> None:
         if model["kind"] in POOLING_KINDS and model.get("heads", 1) <= DEBATE_MAX_HEADS
     ]
     note = f" (pooling linear in its weights, at most {DEBATE_MAX_HEADS} heads)"
-    _check_cells("debate", debate.cells, applies, note, _singling_out_tasks(cfg.data.steps))
+    tasks = (_singling_out_tasks(cfg.data.steps), " (a rationale that singles out steps)")
+    _check_cells("debate", debate.cells, applies, note, tasks)
     _check(debate.seeds >= 2, "debate.seeds", "must be an integer >= 2", debate.seeds)
     trained = debate.trained_seeds
     _check(trained >= 1, "debate.trained_seeds", "must be an integer >= 1", trained)
@@ -397,7 +403,6 @@ def _check_debate(cfg: Config) -> None:
 
 
 PROBE_STEPS = 16  # sequence lengths on which a task's rationale is probed
-DEBATE_MAX_HEADS = 2  # pipeline/debate/adversary.py's MAX_HEADS: a test keeps them equal
 
 # MLflow's limit on an experiment's name (mlflow.utils.validation, 2.7 s to import:
 # a test checks that the two agree), less the grid's "-next-lesson" experiment suffix.

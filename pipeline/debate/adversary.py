@@ -21,7 +21,7 @@ combinations inside the slab, and for each head h, each edge of h's simplex and
 each combination of the other heads' vertices, the points where that edge crosses a
 face: T^H + H T^(H-1) T(T - 1) in all, enumerated for heads <= MAX_HEADS. By the
 joint convexity of JSD, the mean of the heads' JSDs is at least the JSD of their
-mean weights, the distribution the seed variance compares (pooling.distribution).
+mean weights, the distribution the seed variance compares (pooling.with_sink_slot).
 
 A sink (pipeline/models/sink.py) is one more slot of each head with readout 0: the
 adversary may move mass onto it or off it, and its JSD counts the slot.
@@ -38,15 +38,17 @@ import torch
 
 from pipeline.debate.pooling import pooling_terms
 from pipeline.errors import ConfigError
+from pipeline.kinds import DEBATE_MAX_HEADS
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
 
 LOGIT_CLAMP = 30.0  # the lesson's clamp of the logit (pooling.probability)
 # A crossing a hair outside its edge (rounding in the division) still counts.
 EDGE_SLACK = 1e-12
-# Heads the enumeration covers: T^H + H T^(H-1) T(T - 1) candidates per example
-# (memory.candidate_count), 3312 for two heads over the lesson's 12 steps, 936k for four.
-MAX_HEADS = 2
+# Heads the enumeration covers (kinds.DEBATE_MAX_HEADS, which the config check reads):
+# T^H + H T^(H-1) T(T - 1) candidates per example (memory.candidate_count), 3312 for
+# two heads over the lesson's 12 steps, 936k for four.
+MAX_HEADS = DEBATE_MAX_HEADS
 
 
 def jsd_terms(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

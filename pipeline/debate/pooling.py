@@ -27,18 +27,18 @@ def pooling_terms(params: Params, inputs: torch.Tensor) -> Pooling:
     """The kind's pooling terms, each head's weights a distribution over its slots."""
     logits, weights, readouts = interface.kind(params.cfg.kind).attend(params, inputs)
     steps = weights.shape[-1]
-    if interface.sink_slot(params.cfg):
-        weights = torch.cat([weights, 1 - weights.sum(-1, keepdim=True)], -1)
+    weights = with_sink_slot(weights, params.cfg)
+    if weights.shape[-1] > steps:  # the sink's slot reads 0
         readouts = torch.cat([readouts, torch.zeros_like(readouts[..., :1])], -1)
     bias = logits - (weights * readouts).sum((-2, -1))
     return Pooling(logits, weights, readouts, bias, steps)
 
 
 def with_sink_slot(weights: torch.Tensor, cfg: ModelConfig) -> torch.Tensor:
-    """The metrics' weights (..., T), the mean over heads, as a distribution over the
-    slots (..., K): the sink's share appended where the kind has one. The seed
-    variance and the model-consistent adversary compare these (heads are not matched
-    across seeds; their mean is what the metrics read)."""
+    """Weights over the steps (..., T) as a distribution over the slots (..., K): the
+    sink's share appended where the kind has one. Each head's (pooling_terms), or the
+    metrics' mean over heads, which the seed variance and the model-consistent
+    adversary compare (heads are not matched across seeds)."""
     if not interface.sink_slot(cfg):
         return weights
     return torch.cat([weights, 1 - weights.sum(-1, keepdim=True)], -1)
