@@ -393,10 +393,11 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
             ),
             phase="permutations",
         ),
-        # Deception's hit@1: the battery on debate.trained_seeds runs, its blocks mapped.
+        # Deception's hit@1: the battery's explainers on every lam's runs in one pass,
+        # its blocks mapped.
         *battery_terms(
             cell,
-            min(cfg.debate.trained_seeds, cfg.debate.seeds),
+            len(cfg.debate.penalties) * min(cfg.debate.trained_seeds, cfg.debate.seeds),
             "debate.trained_seeds",
             MAPPED_BATTERY,
         ),

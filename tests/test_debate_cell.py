@@ -144,3 +144,26 @@ def test_diverged_runs_are_named_by_their_seeds_not_their_positions():
     finite = torch.tensor([True, False, True, False])
     assert diverged([5, 9, 12, 40], finite) == [9, 40]
     assert diverged([1, 2], torch.tensor([True, True])) == []
+
+
+def test_deception_s_hits_are_the_battery_s_hit_at_1():
+    """rationale_hits computes only the battery's scores and hit@1: the same numbers as
+    the whole battery, over more runs than one chunk."""
+    from pipeline.analysis import faithfulness
+    from pipeline.models import interface
+
+    cfg = validate(compose(small_overrides()))
+    seeds = list(range(1, faithfulness.SEED_CHUNK + 3))
+    params = interface.init_params(cfg.data.seed, seeds, cfg.model, cfg.data.steps)
+    generator = torch.Generator().manual_seed(0)
+    inputs = torch.randn(7, cfg.data.steps, 2, generator=generator, dtype=torch.float64)
+    rationale = torch.randint(0, cfg.data.steps, (7,), generator=generator)
+    mask = faithfulness.rationale_mask(rationale, cfg.data.steps)
+    hits = debate_cell.rationale_hits(params, inputs, mask, cfg)
+    table = faithfulness.battery_tensors(
+        params, inputs, mask, seeds, list(debate_cell.EXPLAINERS_ASKED), cfg.faithfulness
+    )
+    for name in debate_cell.EXPLAINERS_ASKED:
+        assert hits[name].shape == (len(seeds),)
+        assert torch.equal(hits[name], table[name]["hit_at_1"]), name
+    assert len({tuple(h.tolist()) for h in hits.values()}) > 1  # the explainers differ

@@ -14,10 +14,15 @@ two middle values: a value the run has, the same on any machine).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import torch
 
 from pipeline import data, ties
 from pipeline.analysis import faithfulness, seed_study, stats
+from pipeline.analysis.explainers import explain
+from pipeline.analysis.faithfulness import hit_at_1
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
 from pipeline.debate.adversary import jsd, runs_adversary
@@ -31,7 +36,8 @@ from pipeline.memory import DEBATE_RUNS, adversary_runs
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
-from pipeline.models.train import accuracy, device_and_dtype, finite_runs
+from pipeline.models.threads import run_jobs, workers
+from pipeline.models.train import History, accuracy, device_and_dtype, finite_runs
 from pipeline.processes import map_large_blocks
 
 RUN_CHUNK = DEBATE_RUNS  # runs per pass of the adversary and the permutations
@@ -157,21 +163,55 @@ def seed_variance_numbers(params: Params, inputs: torch.Tensor) -> dict:
     }
 
 
-def fixed_numbers(
+def trainings(
     start: Params,
     learned: Params,
-    train_split: tuple[torch.Tensor, torch.Tensor],
+    train_split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    cfg: Config,
+) -> dict[tuple[str, float], Callable[[], tuple[Params, History]]]:
+    """Every training of the cell, one job per (experiment, lam): the consistent
+    adversary's and deception's (lam = 0 is the learned runs, not trained again),
+    then uniform and frozen attention (experiments 6, 7, 3 and 5)."""
+    inputs, labels, rationale = train_split
+    epochs, lr = cfg.train.epochs, cfg.train.lr
+    jobs = {
+        ("consistent", lam): partial(
+            train_consistent, learned, inputs, labels, learned, lam, epochs, lr
+        )
+        for lam in cfg.debate.consistent_penalties
+    }
+    for lam in cfg.debate.penalties:
+        if lam:
+            jobs["deceptive", lam] = partial(
+                train_deceptive, start, inputs, labels, rationale, lam, epochs, lr, False
+            )
+    uniform = uniform_weights(len(labels), cfg.data.steps, inputs.dtype)
+    jobs["uniform", 0.0] = partial(train_fixed, start, inputs, labels, uniform, epochs, lr)
+    frozen = step_weights(learned, inputs)
+    jobs["frozen", 0.0] = partial(train_fixed, start, inputs, labels, frozen, epochs, lr)
+    return jobs
+
+
+def train_all(jobs: dict) -> dict:
+    """Each job's trained runs and history: independent jobs on threads of our own,
+    torch's ops on one thread in each (pipeline/models/threads.py). The cell's small
+    autograd steps gain little from torch's own threads and pay to wake them: on 2
+    cores the lesson x window3 cell's trainings took 33 s that way, 19 s on one."""
+    return dict(zip(jobs, run_jobs(list(jobs.values()), workers(len(jobs))), strict=True))
+
+
+def fixed_numbers(
+    trained: dict,
+    learned: Params,
     heldout: tuple[torch.Tensor, torch.Tensor],
     cfg: Config,
 ) -> dict:
     """Experiments 3 and 5: held-out accuracy with the pooling weights fixed, uniform
     (a_t = 1/T) or frozen from the learned run, the rest trained from the same init;
     beside the learned model's."""
-    (inputs, labels), (held, held_labels) = train_split, heldout
-    steps, epochs, lr = cfg.data.steps, cfg.train.epochs, cfg.train.lr
-    uniform, _ = train_fixed(start, inputs, labels, uniform_weights(len(labels), steps), epochs, lr)
-    frozen, _ = train_fixed(start, inputs, labels, step_weights(learned, inputs), epochs, lr)
-    held_uniform = uniform_weights(held.shape[0], steps, held.dtype)
+    held, held_labels = heldout
+    (uniform, _), (frozen, _) = trained["uniform", 0.0], trained["frozen", 0.0]
+    held_uniform = uniform_weights(held.shape[0], cfg.data.steps, held.dtype)
     accuracies = {
         "learned": accuracy(interface.forward(learned, held)[0], held_labels),
         "uniform": accuracy(fixed_logits(uniform, held, held_uniform), held_labels),
@@ -185,11 +225,28 @@ def diverged(seeds: list[int], finite: torch.Tensor) -> list[int]:
     return [seeds[i] for i in (~finite).nonzero().flatten().tolist()]
 
 
+def rationale_hits(
+    params: Params, inputs: torch.Tensor, rationale: torch.Tensor, cfg: Config
+) -> dict[str, torch.Tensor]:
+    """Per run (S,), the faithfulness battery's hit@1 against the rationale of each of
+    EXPLAINERS_ASKED: only the scores and that metric, not the battery's removal
+    curves, `faithfulness.SEED_CHUNK` runs at a time on our threads."""
+    names = list(EXPLAINERS_ASKED)
+
+    def chunk(part: Params) -> dict[str, torch.Tensor]:
+        scores = explain(part, inputs, names, cfg.faithfulness)
+        return {name: hit_at_1(scores[name], rationale).mean(-1) for name in names}
+
+    starts = range(0, params.runs, faithfulness.SEED_CHUNK)
+    parts = [params.map(lambda t, s=start: t[s : s + faithfulness.SEED_CHUNK]) for start in starts]
+    found = run_jobs([partial(chunk, part) for part in parts], workers(len(parts)))
+    return {name: torch.cat([hits[name] for hits in found]) for name in names}
+
+
 def deception_numbers(
-    start: Params,
+    trained: dict,
     learned: Params,
     seeds: list[int],
-    train_split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     heldout: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     cfg: Config,
 ) -> list[dict]:
@@ -200,21 +257,23 @@ def deception_numbers(
     it (the faithfulness battery's). lam = 0 is the ordinary run (the learned
     runs, `learned`: tests/test_deception.py checks that training with lam = 0 gives
     their parameters within 1e-10)."""
-    (inputs, labels, rationale), (held, held_labels, held_rationale) = train_split, heldout
-    rows = []
+    held, held_labels, held_rationale = heldout
+    runs = []
     for penalty in cfg.debate.penalties:
         if penalty == 0:
-            trained, finite = learned, torch.ones(learned.runs, dtype=torch.bool)
+            runs.append((penalty, learned, torch.ones(learned.runs, dtype=torch.bool)))
         else:
-            trained, history = train_deceptive(
-                start, inputs, labels, rationale, penalty, cfg.train.epochs, cfg.train.lr, False
-            )
-            finite = finite_runs(history.loss, trained)
-        trained = trained.map(torch.nan_to_num)
-        logits, weights = interface.forward(trained, held)
-        found = faithfulness.battery_tensors(
-            trained, held, held_rationale, seeds, list(EXPLAINERS_ASKED), cfg.faithfulness
-        )
+            params, history = trained["deceptive", penalty]
+            runs.append((penalty, params.map(torch.nan_to_num), finite_runs(history.loss, params)))
+    # Every lam's runs in one pass of the explainers, their chunks on our threads.
+    every = learned.with_tensors(
+        [torch.cat(parts) for parts in zip(*(p.tensors() for _, p, _ in runs), strict=True)]
+    )
+    hits = rationale_hits(every, held, held_rationale, cfg)
+    rows = []
+    for index, (penalty, params, finite) in enumerate(runs):
+        logits, weights = interface.forward(params, held)
+        mine = slice(index * len(seeds), (index + 1) * len(seeds))
         rows.append(
             {
                 "penalty": penalty,
@@ -224,8 +283,7 @@ def deception_numbers(
                     rationale_mass(weights, held_rationale).mean(-1)[finite], cfg
                 ),
                 "hit_at_1": {
-                    name: seed_summary(found[name]["hit_at_1"][finite], cfg)
-                    for name in EXPLAINERS_ASKED
+                    name: seed_summary(hits[name][mine][finite], cfg) for name in EXPLAINERS_ASKED
                 },
             }
         )
@@ -233,9 +291,9 @@ def deception_numbers(
 
 
 def consistent_numbers(
+    trained: dict,
     learned: Params,
     seeds: list[int],
-    train_split: tuple[torch.Tensor, torch.Tensor],
     heldout: tuple[torch.Tensor, torch.Tensor],
     cfg: Config,
 ) -> list[dict]:
@@ -249,16 +307,14 @@ def consistent_numbers(
     from the init on this loss stayed at a held-out TVD of 0.26 even at lam 0.01
     (measured on the lesson's first 10 runs), so the curve would show the budget,
     not what attention can do."""
-    (inputs, labels), (held, held_labels) = train_split, heldout
+    held, held_labels = heldout
     base_logits, base_weights = interface.forward(learned, held)
     base_weights = with_sink_slot(base_weights, cfg.model)
     rows = []
     for penalty in cfg.debate.consistent_penalties:
-        trained, history = train_consistent(
-            learned, inputs, labels, learned, penalty, cfg.train.epochs, cfg.train.lr
-        )
-        finite = finite_runs(history.loss, trained)
-        logits, weights = interface.forward(trained.map(torch.nan_to_num), held)
+        params, history = trained["consistent", penalty]
+        finite = finite_runs(history.loss, params)
+        logits, weights = interface.forward(params.map(torch.nan_to_num), held)
         distance = (probability(logits) - probability(base_logits)).abs().mean(-1)
         rows.append(
             {
@@ -293,6 +349,7 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
     start = start.map(lambda t: t.to(held))
     learned = params.map(lambda t: t[: len(trained)])
     weights = torch.cat(in_chunks(params, lambda part: interface.forward(part, held)[1]))
+    trained_runs = train_all(trainings(start, learned, (inputs, labels, rationale), cell))
     return {
         "task": task,
         "variant": variant,
@@ -307,18 +364,11 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
         ],
         "permutation": permutation_numbers(params, held, cell),
         "seed_variance": seed_variance_numbers(params, held),
-        "fixed_attention": fixed_numbers(
-            start, learned, (inputs, labels), (held, held_labels), cell
-        ),
+        "fixed_attention": fixed_numbers(trained_runs, learned, (held, held_labels), cell),
         "consistent_adversary": consistent_numbers(
-            learned, trained, (inputs, labels), (held, held_labels), cell
+            trained_runs, learned, trained, (held, held_labels), cell
         ),
         "deception": deception_numbers(
-            start,
-            learned,
-            trained,
-            (inputs, labels, rationale),
-            (held, held_labels, held_rationale),
-            cell,
+            trained_runs, learned, trained, (held, held_labels, held_rationale), cell
         ),
     }
