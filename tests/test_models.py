@@ -21,6 +21,7 @@ from pipeline.models import window as window_kind
 from pipeline.models.parameters import (
     CHANNELS,
     Params,
+    cat_runs,
     flat_names,
     init_run,
     lesson_layout,
@@ -493,6 +494,14 @@ def test_blocks_on_threads_give_the_bytes_of_one_thread():
     one, _ = train.descend_blocks(params, step, train_y, 5, 0.6, 3, threads=1)
     two, _ = train.descend_blocks(params, step, train_y, 5, 0.6, 3, threads=2)
     assert torch.equal(to_flat(one), to_flat(two))
+
+
+def test_blocks_of_runs_cover_every_run_once_and_concatenate_back():
+    params = interface.init_params(4242, list(range(1, 8)), ModelConfig(), STEPS)
+    blocks = params.blocks(3)
+    assert [(start, part.runs) for start, part in blocks] == [(0, 3), (3, 3), (6, 1)]
+    assert torch.equal(to_flat(blocks[1][1]), to_flat(params)[3:6])
+    assert torch.equal(to_flat(cat_runs([part for _, part in blocks])), to_flat(params))
 
 
 # --- the registry: a kind is a plug-in ---------------------------------------------------------

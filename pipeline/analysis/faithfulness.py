@@ -258,17 +258,16 @@ def battery_tensors(
     shape = (params.runs, inputs.shape[0]) if per_example else (params.runs,)
     table = {row: {metric: inputs.new_empty(shape) for metric in SCORES} for row in rows}
 
-    def chunk(start: int) -> None:
-        part = params.map(lambda t: t[start : start + seed_chunk])
+    def chunk(start: int, part: Params) -> None:
         scores = explain(part, inputs, sorted(set(names) | {"loo"}), settings)
-        scores[RANDOM] = noise[start : start + seed_chunk].to(inputs.device)
+        scores[RANDOM] = noise[start : start + part.runs].to(inputs.device)
         for row in rows:
             values = example_metrics(part, inputs, rationale, scores[row], scores["loo"])
             for metric, value in (values if per_example else run_means(values)).items():
-                table[row][metric][start : start + seed_chunk] = value
+                table[row][metric][start : start + part.runs] = value
 
-    starts = range(0, params.runs, seed_chunk)
-    run_jobs([partial(chunk, start) for start in starts], workers(len(starts)))
+    blocks = params.blocks(seed_chunk)
+    run_jobs([partial(chunk, *block) for block in blocks], workers(len(blocks)))
     return table
 
 

@@ -109,13 +109,12 @@ def scores(
     rows = explainer_rows(params.cfg, names)
     table = {row: inputs.new_empty((params.runs, *inputs.shape[:2])) for row in rows}
 
-    def chunk(start: int) -> None:
-        part = params.map(lambda t: t[start : start + CHUNK])
+    def chunk(start: int, part: Params) -> None:
         for row, values in explain(part, inputs, names, cfg.faithfulness).items():
-            table[row][start : start + CHUNK] = values
+            table[row][start : start + part.runs] = values
 
-    starts = range(0, params.runs, CHUNK)
-    run_jobs([partial(chunk, start) for start in starts], workers(len(starts)))
+    blocks = params.blocks(CHUNK)
+    run_jobs([partial(chunk, *block) for block in blocks], workers(len(blocks)))
     return table
 
 

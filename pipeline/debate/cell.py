@@ -34,7 +34,7 @@ from pipeline.debate.pooling import pooling_terms, with_sink_slot
 from pipeline.debate.seed_variance import pair_divergence, seed_pairs
 from pipeline.memory import DEBATE_RUNS, adversary_runs
 from pipeline.models import frames, interface
-from pipeline.models.parameters import Params
+from pipeline.models.parameters import Params, cat_runs
 from pipeline.models.pooling import probability
 from pipeline.models.threads import run_jobs, workers
 from pipeline.models.train import History, accuracy, device_and_dtype, finite_runs
@@ -61,10 +61,7 @@ def seed_summary(per_seed: torch.Tensor, cfg: Config) -> dict:
 
 def in_chunks(params: Params, work, runs: int = RUN_CHUNK) -> list:
     """`work` on `runs` runs at a time."""
-    return [
-        work(params.map(lambda t, s=start: t[s : s + runs]))
-        for start in range(0, params.runs, runs)
-    ]
+    return [work(part) for _, part in params.blocks(runs)]
 
 
 def adversary_numbers(
@@ -237,9 +234,8 @@ def rationale_hits(
         scores = explain(part, inputs, names, cfg.faithfulness)
         return {name: hit_at_1(scores[name], rationale).mean(-1) for name in names}
 
-    starts = range(0, params.runs, faithfulness.SEED_CHUNK)
-    parts = [params.map(lambda t, s=start: t[s : s + faithfulness.SEED_CHUNK]) for start in starts]
-    found = run_jobs([partial(chunk, part) for part in parts], workers(len(parts)))
+    parts = params.blocks(faithfulness.SEED_CHUNK)
+    found = run_jobs([partial(chunk, part) for _, part in parts], workers(len(parts)))
     return {name: torch.cat([hits[name] for hits in found]) for name in names}
 
 
@@ -266,10 +262,7 @@ def deception_numbers(
             params, history = trained["deceptive", penalty]
             runs.append((penalty, params.map(torch.nan_to_num), finite_runs(history.loss, params)))
     # Every lam's runs in one pass of the explainers, their chunks on our threads.
-    every = learned.with_tensors(
-        [torch.cat(parts) for parts in zip(*(p.tensors() for _, p, _ in runs), strict=True)]
-    )
-    hits = rationale_hits(every, held, held_rationale, cfg)
+    hits = rationale_hits(cat_runs([params for _, params, _ in runs]), held, held_rationale, cfg)
     rows = []
     for index, (penalty, params, finite) in enumerate(runs):
         logits, weights = interface.forward(params, held)

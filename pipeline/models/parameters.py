@@ -47,6 +47,20 @@ class Params:
     def map(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> Params:
         return self.with_tensors([fn(t) for t in self.tensors()])
 
+    def blocks(self, size: int) -> list[tuple[int, Params]]:
+        """(first run, the `size` runs from it) for each block of runs, in order: the
+        chunks that training, the battery and the debate pass at a time."""
+        return [
+            (start, self.map(lambda t, s=start: t[s : s + size]))
+            for start in range(0, self.runs, size)
+        ]
+
+
+def cat_runs(parts: list[Params]) -> Params:
+    """The runs of `parts` (one layout) in one Params, in order."""
+    tensors = zip(*(part.tensors() for part in parts), strict=True)
+    return parts[0].with_tensors([torch.cat(list(group)) for group in tensors])
+
 
 def lesson_layout(cfg: ModelConfig) -> Layout:
     """The lesson's 19 parameters (d_k = d_v = 3): Wk, Wv, q, w, b, in its init order."""

@@ -21,7 +21,7 @@ from pipeline import ties
 from pipeline.config import TrainConfig
 from pipeline.errors import ConfigError, DivergenceError
 from pipeline.models import interface
-from pipeline.models.parameters import Params, to_flat
+from pipeline.models.parameters import Params, cat_runs, to_flat
 from pipeline.models.pooling import probability
 from pipeline.models.threads import available, check_stopped, run_jobs
 from pipeline.precision import settle
@@ -129,16 +129,12 @@ def descend_blocks(
     """`descend` for `size` runs at a time, the blocks on `threads` threads of our own
     (pipeline/models/threads.py). Runs are independent, so a block changes no number
     beyond float rounding, and a small one keeps its temporaries in cache."""
-    jobs = [
-        partial(descend, params.map(lambda t, s=start: t[s : s + size]), step, labels, epochs, lr)
-        for start in range(0, params.runs, size)
-    ]
+    jobs = [partial(descend, block, step, labels, epochs, lr) for _, block in params.blocks(size)]
     blocks = run_jobs(jobs, threads)
-    tensors = [torch.cat(parts) for parts in zip(*(b.tensors() for b, _ in blocks), strict=True)]
     history = History(
         torch.cat([h.loss for _, h in blocks], 1), torch.cat([h.accuracy for _, h in blocks], 1)
     )
-    return params.with_tensors(tensors), history
+    return cat_runs([block for block, _ in blocks]), history
 
 
 def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
