@@ -22,8 +22,9 @@ MODEL_KINDS: dict[str, str | ModuleType] = {
 # sum_h sum_t a_{h,t} r_{h,t} + b with each a_h a distribution over the steps (and a
 # sink's value-less slot): what the debate's tests read (pipeline/debate/pooling.py).
 POOLING_KINDS = {"lesson", "sink", "multihead", "posenc", "window"}
-# The most heads the debate's exact adversary enumerates (pipeline/debate/adversary.py).
-DEBATE_MAX_HEADS = 2
+# The most heads the debate's exact adversary enumerates (pipeline/debate/adversary.py):
+# multihead4's, the largest variant (933k candidates per example over 12 steps).
+DEBATE_MAX_HEADS = 4
 
 
 def task_modules() -> dict[str, str]:

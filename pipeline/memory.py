@@ -86,13 +86,16 @@ def pooling_slots(cfg: ModelConfig, steps: int) -> int:
     return steps + int(interface.sink_slot(cfg))
 
 
-def adversary_runs(cfg: ModelConfig, steps: int, runs: int) -> int:
-    """Runs per pass of the exact adversary: DEBATE_RUNS for the lesson's 12 steps and
-    one head, fewer as its candidates per example grow (3312 for two heads: one run)."""
+def adversary_pass(cfg: ModelConfig, steps: int, runs: int, examples: int) -> tuple[int, int]:
+    """Runs and examples per pass of the exact adversary: DEBATE_RUNS runs of every
+    example for the lesson's 12 steps and one head, fewer as its candidates per
+    example grow (3312 for two heads: one run; 933k for four: one example)."""
     heads, slots = interface.pooling_heads(cfg), pooling_slots(cfg, steps)
-    per_run = candidate_count(slots, heads) * slots
-    lesson = candidate_count(12, 1) * 12
-    return max(1, min(runs, DEBATE_RUNS * lesson // per_run))
+    per_example = candidate_count(slots, heads) * slots
+    budget = DEBATE_RUNS * candidate_count(12, 1) * 12  # per example of every run
+    if per_example <= budget:
+        return max(1, min(runs, budget // per_example)), examples
+    return 1, max(1, min(examples, budget * examples // per_example))
 
 
 @dataclass(frozen=True)
@@ -366,6 +369,9 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
     steps = cell.data.steps
     runs = min(DEBATE_RUNS, cfg.debate.seeds)
     heads, slots = interface.pooling_heads(cell.model), pooling_slots(cell.model, steps)
+    adversary_runs, adversary_examples = adversary_pass(
+        cell.model, steps, cfg.debate.seeds, cell.data.split[2]
+    )
     size = ("bytes", "", DTYPE_BYTES[cell.train.dtype])
     return [
         sequences_term(cell),
@@ -373,8 +379,8 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
         MemoryTerm(
             "the adversary",
             (
-                ("runs", "debate.seeds", adversary_runs(cell.model, steps, cfg.debate.seeds)),
-                ("held-out", "data.split", cell.data.split[2]),
+                ("runs", "debate.seeds", adversary_runs),
+                ("held-out", "data.split", adversary_examples),
                 ("candidates", "data.steps", candidate_count(slots, heads)),
                 ("slots", "data.steps", slots),
                 size,

@@ -103,10 +103,6 @@ def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
         ("debate.seeds=1", "debate.seeds=1: must be an integer >= 2"),
         ("debate.trained_seeds=0", "debate.trained_seeds=0: must be an integer >= 1"),
         (
-            "debate.cells.lesson-lesson.variant=multihead4",
-            "debate.cells.lesson-lesson.variant='multihead4': allowed: lesson, sink, multihead2, ",
-        ),
-        (
             "debate.cells.lesson-lesson.task=nope",
             "debate.cells.lesson-lesson.task='nope': allowed: lesson, ",
         ),

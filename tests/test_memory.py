@@ -111,20 +111,29 @@ def test_the_memory_estimate_counts_the_chunks_that_run_at_once(torch_threads):
 
 def test_the_debate_s_adversary_passes_shrink_as_its_candidates_grow():
     """The lesson's 144 candidates per example go 25 runs a pass; two heads' 3312, one;
-    a sink's one more slot, 169 candidates of 13 slots: 19 runs."""
+    a sink's one more slot, 169 candidates of 13 slots: 19 runs. Past one run of every
+    example, the examples a pass shrink."""
     from pipeline.config import ModelConfig
-    from pipeline.memory import adversary_runs, debate_cell_terms
+    from pipeline.memory import adversary_pass, debate_cell_terms
 
-    assert adversary_runs(ModelConfig(), 12, 100) == 25
-    assert adversary_runs(ModelConfig(kind="multihead", heads=2), 12, 100) == 1
-    assert adversary_runs(ModelConfig(kind="sink"), 12, 100) == 25 * 144 * 12 // (169 * 13)
-    assert adversary_runs(ModelConfig(), 12, 7) == 7  # no more runs than there are
+    assert adversary_pass(ModelConfig(), 12, 100, 180) == (25, 180)
+    assert adversary_pass(ModelConfig(kind="multihead", heads=2), 12, 100, 180) == (1, 180)
+    sink = 25 * 144 * 12 // (169 * 13)
+    assert adversary_pass(ModelConfig(kind="sink"), 12, 100, 180) == (sink, 180)
+    assert adversary_pass(ModelConfig(), 12, 7, 180) == (7, 180)  # no more runs than there are
+    # Three heads: 58752 candidates per example, 11 examples a pass; four: 933120, one.
+    three = ModelConfig(kind="multihead", heads=3)
+    assert adversary_pass(three, 12, 100, 180) == (1, 11)
+    assert adversary_pass(ModelConfig(kind="multihead", heads=4), 12, 100, 180) == (1, 1)
     cfg = validate(compose())
     terms = {t.what: t for t in debate_cell_terms(cfg, "lesson", "multihead2")}
     factors = dict((label, value) for label, _, value in terms["the adversary"].factors)
     assert factors["candidates"] == 3312 and factors["runs"] == 1
     permutations = dict((label, value) for label, _, value in terms["the permutations"].factors)
     assert permutations["heads"] == 2
+    four = {t.what: t for t in debate_cell_terms(cfg, "lesson", "multihead4")}
+    factors = dict((label, value) for label, _, value in four["the adversary"].factors)
+    assert (factors["candidates"], factors["runs"], factors["held-out"]) == (933120, 1, 1)
 
 
 def test_byte_sizes_read_as_people_write_them():

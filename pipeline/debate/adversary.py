@@ -45,9 +45,12 @@ from pipeline.models.pooling import probability
 LOGIT_CLAMP = 30.0  # the lesson's clamp of the logit (pooling.probability)
 # A crossing a hair outside its edge (rounding in the division) still counts.
 EDGE_SLACK = 1e-12
+# A crossing is computed unless its bound is this far below the best vertex: rounding
+# in the bound can never drop one that would win.
+PRUNE_SLACK = 1e-9
 # Heads the enumeration covers (kinds.DEBATE_MAX_HEADS, which the config check reads):
 # T^H + H T^(H-1) T(T - 1) candidates per example (memory.candidate_count), 3312 for
-# two heads over the lesson's 12 steps, 936k for four.
+# two heads over the lesson's 12 steps, 933k for four.
 MAX_HEADS = DEBATE_MAX_HEADS
 
 
@@ -119,7 +122,10 @@ def exact_adversary(
 
     # Edge crossings of head h: lam on slot i, 1 - lam on slot j, the other heads at
     # vertices (their context and JSD share `others_*`, (..., M)); every other slot of
-    # h adds 0.5 ln 2 a_t / H.
+    # h adds 0.5 ln 2 a_t / H. JSD is convex along the edge, so a crossing's share is at
+    # most its better end's: crossings whose bound is below the best vertex inside the
+    # slab cannot win, and only the others are computed (`_live_crossings`).
+    floor = candidates[0].max(-1).values - PRUNE_SLACK  # -inf where no vertex is inside
     first, second = torch.triu_indices(slots, slots, 1, device=weights.device)
     faces = torch.stack([lo, hi])[..., None, None]  # (2, ..., 1, 1)
     for head in range(heads):
@@ -128,11 +134,24 @@ def exact_adversary(
         others_jsd = vertex_combinations(at_vertex[..., rest, :])[..., None]
         r_i, r_j = (readouts[..., head, pick][..., None, :] for pick in (first, second))
         a_i, a_j = (weights[..., head, pick][..., None, :] for pick in (first, second))
-        lam = _crossing(faces - others_context, r_i, r_j)  # (2, ..., M, P), nan if none
-        at_edge = (
-            0.5 * math.log(2) * (1 - a_i - a_j) + jsd_terms(lam, a_i) + jsd_terms(1 - lam, a_j)
+        v_i, v_j = (at_vertex[..., head, pick][..., None, :] for pick in (first, second))
+        live = others_jsd + torch.maximum(v_i, v_j) >= floor[..., None, None]  # (..., M, P)
+        shape, flat = live.shape, live.flatten().nonzero().squeeze(-1)
+
+        def pick(t: torch.Tensor, shape=shape, flat=flat) -> torch.Tensor:
+            return t.expand(shape).flatten()[flat]
+
+        face = faces.expand(2, *shape).flatten(1)[:, flat]
+        lam = _crossing(face - pick(others_context), pick(r_i), pick(r_j))  # (2, L), nan if none
+        live_i, live_j = pick(a_i), pick(a_j)
+        share = (
+            0.5 * math.log(2) * (1 - live_i - live_j)
+            + jsd_terms(lam, live_i)
+            + jsd_terms(1 - lam, live_j)
         )
-        at_edge = torch.where(lam.isnan(), -math.inf, others_jsd + at_edge / heads)
+        at_edge = weights.new_full((2, live.numel()), -math.inf)
+        at_edge[:, flat] = torch.where(lam.isnan(), -math.inf, pick(others_jsd) + share / heads)
+        at_edge = at_edge.reshape(2, *shape)
         candidates.append(at_edge.movedim(0, -3).flatten(-3))  # (..., 2 M P): face, m, pair
 
     best, choice = torch.cat(candidates, -1).max(-1)
@@ -208,10 +227,13 @@ def _candidate_weights(
     return out
 
 
-def runs_adversary(params: Params, inputs: torch.Tensor, eps: float) -> Adversary:
+def runs_adversary(
+    params: Params, inputs: torch.Tensor, eps: float, examples: int | None = None
+) -> Adversary:
     """`exact_adversary` for every run and example (S, N) of a kind whose logit is
-    linear in its heads' pooling weights (pooling.py); the weights it returns are
-    each head's over the steps and the sink slot (S, N, H, K)."""
+    linear in its heads' pooling weights (pooling.py), `examples` examples a pass (all
+    by default: memory.adversary_pass sizes it); the weights it returns are each
+    head's over the steps and the sink slot (S, N, H, K)."""
     terms = pooling_terms(params, inputs)
     heads = terms.weights.shape[-2]
     if heads > MAX_HEADS:
@@ -219,4 +241,15 @@ def runs_adversary(params: Params, inputs: torch.Tensor, eps: float) -> Adversar
             f"invalid config value model.heads={heads}: the exact adversary enumerates "
             f"steps^heads vertex combinations, at most {MAX_HEADS} heads"
         )
-    return exact_adversary(terms.weights, terms.readouts, terms.bias, eps)
+    size = examples or inputs.shape[0]
+    blocks = [slice(n, n + size) for n in range(0, inputs.shape[0], size)]
+    parts = [
+        exact_adversary(terms.weights[:, b], terms.readouts[:, b], terms.bias[:, b], eps)
+        for b in blocks
+    ]
+    if len(parts) == 1:
+        return parts[0]
+    return Adversary(
+        torch.cat([part.max_jsd for part in parts], 1),
+        torch.cat([part.weights for part in parts], 1),
+    )

@@ -32,7 +32,7 @@ from pipeline.debate.fixed_attention import fixed_logits, step_weights, train_fi
 from pipeline.debate.permutation import permutation_orders, permuted_output_change
 from pipeline.debate.pooling import pooling_terms, with_sink_slot
 from pipeline.debate.seed_variance import pair_divergence, seed_pairs
-from pipeline.memory import DEBATE_RUNS, adversary_runs
+from pipeline.memory import DEBATE_RUNS, adversary_pass
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params, cat_runs
 from pipeline.models.pooling import probability
@@ -76,8 +76,8 @@ def adversary_numbers(
     within eps, the share of examples where JSD >= FAR_JSD keeps the output, and the
     adversary's mean weight on the rationale beside the model's; over every (run,
     example), the median largest JSD by the learned largest weight (`largest`, (S, N))."""
-    runs = adversary_runs(params.cfg, inputs.shape[1], params.runs)
-    found = in_chunks(params, lambda part: runs_adversary(part, inputs, eps), runs)
+    runs, examples = adversary_pass(params.cfg, inputs.shape[1], params.runs, inputs.shape[0])
+    found = in_chunks(params, lambda part: runs_adversary(part, inputs, eps, examples), runs)
     max_jsd = torch.cat([f.max_jsd for f in found])
     steps = rationale.shape[-1]
     adversary_mass = torch.cat(
