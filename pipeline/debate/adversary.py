@@ -124,7 +124,7 @@ def exact_adversary(
     # vertices (their context and JSD share `others_*`, (..., M)); every other slot of
     # h adds 0.5 ln 2 a_t / H. JSD is convex along the edge, so a crossing's share is at
     # most its better end's: crossings whose bound is below the best vertex inside the
-    # slab cannot win, and only the others are computed (`_live_crossings`).
+    # slab cannot win, and only the others (`live`) are computed.
     floor = candidates[0].max(-1).values - PRUNE_SLACK  # -inf where no vertex is inside
     first, second = torch.triu_indices(slots, slots, 1, device=weights.device)
     faces = torch.stack([lo, hi])[..., None, None]  # (2, ..., 1, 1)
@@ -138,19 +138,20 @@ def exact_adversary(
         live = others_jsd + torch.maximum(v_i, v_j) >= floor[..., None, None]  # (..., M, P)
         shape, flat = live.shape, live.flatten().nonzero().squeeze(-1)
 
-        def pick(t: torch.Tensor, shape=shape, flat=flat) -> torch.Tensor:
+        def live_values(t: torch.Tensor, shape=shape, flat=flat) -> torch.Tensor:
             return t.expand(shape).flatten()[flat]
 
         face = faces.expand(2, *shape).flatten(1)[:, flat]
-        lam = _crossing(face - pick(others_context), pick(r_i), pick(r_j))  # (2, L), nan if none
-        live_i, live_j = pick(a_i), pick(a_j)
+        lam = _crossing(face - live_values(others_context), live_values(r_i), live_values(r_j))
+        live_i, live_j = live_values(a_i), live_values(a_j)  # (L,); lam (2, L), nan if none
         share = (
             0.5 * math.log(2) * (1 - live_i - live_j)
             + jsd_terms(lam, live_i)
             + jsd_terms(1 - lam, live_j)
         )
+        value = torch.where(lam.isnan(), -math.inf, live_values(others_jsd) + share / heads)
         at_edge = weights.new_full((2, live.numel()), -math.inf)
-        at_edge[:, flat] = torch.where(lam.isnan(), -math.inf, pick(others_jsd) + share / heads)
+        at_edge[:, flat] = value
         at_edge = at_edge.reshape(2, *shape)
         candidates.append(at_edge.movedim(0, -3).flatten(-3))  # (..., 2 M P): face, m, pair
 

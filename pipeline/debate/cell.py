@@ -193,7 +193,8 @@ def train_all(jobs: dict) -> dict:
     """Each job's trained runs and history: independent jobs on threads of our own,
     torch's ops on one thread in each (pipeline/models/threads.py). The cell's small
     autograd steps gain little from torch's own threads and pay to wake them: on 2
-    cores the lesson x window3 cell's trainings took 33 s that way, 19 s on one."""
+    cores, the lesson x window3 cell's trainings and deception's battery took 33 s on
+    torch's two threads, 19 s on one."""
     return dict(zip(jobs, run_jobs(list(jobs.values()), workers(len(jobs))), strict=True))
 
 
