@@ -28,6 +28,7 @@ from pipeline.debate.fixed_attention import (
 from pipeline.debate.permutation import permutation_orders, permuted_output_change
 from pipeline.debate.pooling import pooling_terms
 from pipeline.debate.seed_variance import pair_divergence, seed_pairs
+from pipeline.memory import adversary_pass
 from pipeline.models import frames, interface
 from pipeline.models.pooling import probability
 from pipeline.models.train import accuracy, finite_runs, train
@@ -105,6 +106,7 @@ def main() -> None:
     )
     for model in ("sink", "multihead"):
         kind_adversary(cfg, (inputs, labels), heldout, model, TRAINED)
+    kind_adversary(cfg, (inputs, labels), heldout, "multihead", 5, heads=4)
     fixed_experiments(
         cfg,
         params,
@@ -117,22 +119,24 @@ def main() -> None:
     print(f"torch threads {torch.get_num_threads()}")
 
 
-def kind_adversary(cfg, train_split, heldout, model: str, runs: int) -> None:
+def kind_adversary(
+    cfg, train_split, heldout, model: str, runs: int, heads: int | None = None
+) -> None:
     """The exact adversary at eps 0.01 on `runs` trained runs of `model` (multihead: its
-    default two heads, 3312 candidates per example), one run at a time."""
-    cfg = validate(compose([f"model={model}"]))
+    default two heads, 3312 candidates per example, or `heads`), one run at a time and
+    as memory.adversary_pass sizes the examples a pass."""
+    cfg = validate(compose([f"model={model}", *([f"model.heads={heads}"] if heads else [])]))
+    examples = adversary_pass(cfg.model, cfg.data.steps, 1, heldout.shape[0])[1]
     params = interface.init_params(
         cfg.data.seed, list(range(1, runs + 1)), cfg.model, cfg.data.steps
     )
     params = train(params, *train_split, cfg.train.epochs, cfg.train.lr)[0]
     started = time.perf_counter()
-    found = [
-        runs_adversary(params.map(lambda t, s=start: t[s : s + 1]), heldout, 0.01)
-        for start in range(runs)
-    ]
+    found = [runs_adversary(part, heldout, 0.01, examples) for _, part in params.blocks(1)]
     maxima = torch.cat([f.max_jsd for f in found])
+    name = f"{model} ({heads} heads)" if heads else model
     print(
-        f"exact adversary, {model}, eps 0.01: {runs} runs x {heldout.shape[0]} held-out in "
+        f"exact adversary, {name}, eps 0.01: {runs} runs x {heldout.shape[0]} held-out in "
         f"{time.perf_counter() - started:.2f} s; median max JSD {float(maxima.median()):.4f}"
     )
 
