@@ -248,8 +248,6 @@ def runs_adversary(
         exact_adversary(terms.weights[:, b], terms.readouts[:, b], terms.bias[:, b], eps)
         for b in blocks
     ]
-    if len(parts) == 1:
-        return parts[0]
     return Adversary(
         torch.cat([part.max_jsd for part in parts], 1),
         torch.cat([part.weights for part in parts], 1),

@@ -20,8 +20,7 @@ from functools import partial
 import torch
 
 from pipeline import data, ties
-from pipeline.analysis import faithfulness, seed_study, stats
-from pipeline.analysis.explainers import explain
+from pipeline.analysis import faithfulness, sanity, seed_study, stats
 from pipeline.analysis.faithfulness import hit_at_1
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
@@ -227,17 +226,11 @@ def rationale_hits(
     params: Params, inputs: torch.Tensor, rationale: torch.Tensor, cfg: Config
 ) -> dict[str, torch.Tensor]:
     """Per run (S,), the faithfulness battery's hit@1 against the rationale of each of
-    EXPLAINERS_ASKED: only the scores and that metric, not the battery's removal
-    curves, `faithfulness.SEED_CHUNK` runs at a time on our threads."""
+    EXPLAINERS_ASKED: only the scores (`sanity.scores`: the battery's chunks on our
+    threads) and that metric, not the battery's removal curves."""
     names = list(EXPLAINERS_ASKED)
-
-    def chunk(part: Params) -> dict[str, torch.Tensor]:
-        scores = explain(part, inputs, names, cfg.faithfulness)
-        return {name: hit_at_1(scores[name], rationale).mean(-1) for name in names}
-
-    parts = params.blocks(faithfulness.SEED_CHUNK)
-    found = run_jobs([partial(chunk, part) for _, part in parts], workers(len(parts)))
-    return {name: torch.cat([hits[name] for hits in found]) for name in names}
+    scores = sanity.scores(params, inputs, names, cfg)
+    return {name: hit_at_1(scores[name], rationale).mean(-1) for name in names}
 
 
 def deception_numbers(
