@@ -19,14 +19,9 @@ import torch
 from pipeline.config import compose, validate
 from pipeline.debate.adversary import runs_adversary
 from pipeline.debate.deception import rationale_mass, train_deceptive
-from pipeline.debate.fixed_attention import (
-    fixed_logits,
-    step_weights,
-    train_fixed,
-    uniform_weights,
-)
+from pipeline.debate.fixed_attention import step_weights, train_fixed, uniform_weights
 from pipeline.debate.permutation import permutation_orders, permuted_output_change
-from pipeline.debate.pooling import pooling_terms
+from pipeline.debate.pooling import fixed_logits, pooling_terms
 from pipeline.debate.seed_variance import pair_divergence, seed_pairs
 from pipeline.memory import adversary_pass
 from pipeline.models import frames, interface

@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from pipeline.debate.consistent import consistency_loss, train_consistent
+from pipeline.debate.consistent import adversary_start, consistency_loss, train_consistent
 
 
 def test_the_loss_is_the_mean_tvd_less_lam_times_the_mean_jsd():
@@ -35,13 +35,13 @@ def lesson():
     inputs, labels, _ = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)
     start = interface.init_params(cfg.data.seed, [1, 2, 3, 4], cfg.model, cfg.data.steps)
     base, _ = train(start, inputs, labels, cfg.train.epochs, cfg.train.lr)
-    return cfg, inputs, labels, base
+    return cfg, inputs, labels, base, start
 
 
 def test_without_a_reward_for_moving_the_base_run_stays_where_it_is(lesson):
     """At the base, |p - p_base| has torch's zero subgradient and JSD its minimum: no
     step moves it."""
-    cfg, inputs, labels, base = lesson
+    cfg, inputs, labels, base, _ = lesson
     stayed, _ = train_consistent(base, inputs, labels, base, 0.0, 20, cfg.train.lr)
     for a, b in zip(stayed.tensors(), base.tensors(), strict=True):
         torch.testing.assert_close(a, b, rtol=0, atol=1e-12)
@@ -51,10 +51,11 @@ def test_a_larger_reward_moves_the_attention_further(lesson):
     from pipeline.debate.adversary import jsd
     from pipeline.models import interface
 
-    cfg, inputs, labels, base = lesson
+    cfg, inputs, labels, base, init = lesson
     base_weights = interface.forward(base, inputs)[1]
+    start = adversary_start(base, init, cfg.debate.consistent_start)
     moved = []
-    for penalty in (10.0, 100.0):
-        trained, _ = train_consistent(base, inputs, labels, base, penalty, 100, cfg.train.lr)
+    for penalty in (1.0, 10.0):
+        trained, _ = train_consistent(start, inputs, labels, base, penalty, 100, cfg.train.lr)
         moved.append(float(jsd(interface.forward(trained, inputs)[1], base_weights).mean()))
     assert 0 < moved[0] < moved[1]

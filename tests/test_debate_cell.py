@@ -12,7 +12,7 @@ import torch
 from pipeline import kinds
 from pipeline.config import compose, validate
 from pipeline.debate import cell as debate_cell
-from pipeline.errors import ConfigError
+from pipeline.errors import ConfigError, DivergenceError
 from tests.conftest import small_overrides
 from tests.test_models import toy_kind
 
@@ -99,6 +99,8 @@ def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
             "debate.consistent_penalties=-2.0: each lam must be a finite number >= 0",
         ),
         ("debate.penalties=[]", "debate.penalties=[]: must list at least one lam"),
+        ("debate.consistent_start=0", "debate.consistent_start=0.0: must be in (0, 1]"),
+        ("debate.consistent_start=1.5", "debate.consistent_start=1.5: must be in (0, 1]"),
         ("debate.permutations=0", "debate.permutations=0: must be an integer >= 1"),
         ("debate.seeds=1", "debate.seeds=1: must be an integer >= 2"),
         ("debate.trained_seeds=0", "debate.trained_seeds=0: must be an integer >= 1"),
@@ -138,8 +140,10 @@ def test_diverged_runs_are_named_by_their_seeds_not_their_positions():
     from pipeline.debate.cell import diverged
 
     finite = torch.tensor([True, False, True, False])
-    assert diverged([5, 9, 12, 40], finite) == [9, 40]
-    assert diverged([1, 2], torch.tensor([True, True])) == []
+    assert diverged([5, 9, 12, 40], finite, "deceptive attention", 10.0) == [9, 40]
+    assert diverged([1, 2], torch.tensor([True, True]), "deceptive attention", 10.0) == []
+    with pytest.raises(DivergenceError, match=r"^deceptive attention at lam 10.0: all 2 runs "):
+        diverged([1, 2], torch.tensor([False, False]), "deceptive attention", 10.0)
 
 
 def test_deception_s_hits_are_the_battery_s_hit_at_1():

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline.debate.fixed_attention import fixed_logits, train_fixed, uniform_weights
+from pipeline.debate.fixed_attention import train_fixed, uniform_weights
+from pipeline.debate.pooling import fixed_logits
 from pipeline.precision import settle
 
 EPOCHS, LR = 200, 0.6

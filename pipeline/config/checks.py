@@ -400,6 +400,8 @@ def _check_debate(cfg: Config) -> None:
         for penalty in values:
             ok = 0 <= penalty < math.inf
             _check(ok, f"debate.{key}", "each lam must be a finite number >= 0", penalty)
+    start = debate.consistent_start
+    _check(0 < start <= 1, "debate.consistent_start", "must be in (0, 1]", start)
 
 
 PROBE_STEPS = 16  # sequence lengths on which a task's rationale is probed

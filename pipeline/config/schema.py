@@ -194,7 +194,10 @@ class DebateConfig:
     permutation_seed: int = 0
     penalties: list[float] = field(default_factory=lambda: [0.0, 0.1, 1.0, 10.0])  # deception's lam
     # The model-consistent adversary's lam: the weight of the JSD it gains on its TVD.
-    consistent_penalties: list[float] = field(default_factory=lambda: [1.0, 10.0, 100.0])
+    consistent_penalties: list[float] = field(default_factory=lambda: [0.1, 1.0, 10.0])
+    # Where the model-consistent adversary starts: this far along the line from its base
+    # run to that run's init (1: from the init, as Wiegreffe & Pinter train theirs).
+    consistent_start: float = 0.05
 
 
 @dataclass

@@ -54,17 +54,44 @@ PRUNE_SLACK = 1e-9
 MAX_HEADS = DEBATE_MAX_HEADS
 
 
-def jsd_terms(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Each coordinate's share of JSD(x, y), natural log: 0.5 x ln(2x / (x + y)) +
-    0.5 y ln(2y / (x + y)), with 0 ln 0 = 0."""
+def jsd_logs(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """ln(2x / (x + y)) and ln(2y / (x + y)), each 0 where its own x (y) is 0."""
     total = x + y
     safe = torch.where(total > 0, total, torch.ones_like(total))
-    return 0.5 * (torch.xlogy(x, 2 * x / safe) + torch.xlogy(y, 2 * y / safe))
+    return (torch.log(torch.where(v > 0, 2 * v / safe, 1.0)) for v in (x, y))
+
+
+def jsd_terms(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Each coordinate's share of JSD(x, y), natural log: 0.5 x ln(2x / (x + y)) +
+    0.5 y ln(2y / (x + y)), with 0 ln 0 = 0 (torch's vectorised log: xlogy's scalar
+    one took most of the model-consistent adversary's step)."""
+    log_x, log_y = jsd_logs(x, y)
+    return 0.5 * (x * log_x + y * log_y)
+
+
+class JensenShannon(torch.autograd.Function):
+    """JSD with its gradient in closed form: d/dx_t = 0.5 ln(2 x_t / (x_t + y_t)), and
+    0 where x_t = 0 (0 ln 0 = 0, as in the value). Autograd through xlogy gave
+    0 * inf = NaN where a weight underflowed to 0: at lam 100 the model-consistent
+    adversary drives weights there (a softmax's score gradient, a_t times that, is 0
+    in the limit)."""
+
+    @staticmethod
+    def forward(ctx, p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+        log_p, log_q = jsd_logs(p, q)
+        ctx.save_for_backward(log_p, log_q)
+        return (0.5 * (p * log_p + q * log_q)).sum(-1)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        log_p, log_q = ctx.saved_tensors
+        half = 0.5 * grad[..., None]
+        return half * log_p, half * log_q
 
 
 def jsd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """Jensen-Shannon divergence between distributions on the last dim, natural log."""
-    return jsd_terms(p, q).sum(-1)
+    return JensenShannon.apply(p, q)
 
 
 def logit_band(logits: torch.Tensor, eps: float) -> tuple[torch.Tensor, torch.Tensor]:

@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import torch
 
+from pipeline import ties
 from pipeline.debate.adversary import jsd
 from pipeline.debate.pooling import with_sink_slot
+from pipeline.debate.training import train_on_loss
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
-from pipeline.models.train import History, descend
-from pipeline.precision import settle
+from pipeline.models.train import History
 
 
 def consistency_loss(
@@ -34,9 +35,29 @@ def consistency_loss(
     penalty: float,
 ) -> torch.Tensor:
     """Per run (S,): mean_n |p - p_base| - penalty * mean_n JSD(a, a_base), with
-    `probabilities` (S, N) and `weights` (S, N, T) against the base's."""
-    distance = (probabilities - base_probabilities).abs().mean(-1)
+    `probabilities` (S, N) and `weights` (S, N, T) against the base's.
+
+    A difference within float noise of 0 counts as 0 (pipeline/ties.py), and so does
+    its gradient: at the base, |.|'s kink would otherwise turn the last bits between
+    two ways of computing the same logit (autograd's, a kind's fast path) into a
+    gradient of full size, and a run with nothing to gain would move."""
+    distance = (probabilities - base_probabilities).abs()
+    distance = torch.where(ties.above(distance, 0.0), distance, 0.0).mean(-1)
     return distance - penalty * jsd(weights, base_weights).mean(-1)
+
+
+def adversary_start(base: Params, init: Params, fraction: float) -> Params:
+    """Each adversary's start: `fraction` of the way from its base run's trained
+    parameters to that run's init (debate.consistent_start; 1 is the init).
+
+    At the base itself every gradient of the loss is 0 (|p - p_base| and JSD at their
+    minimum), so an adversary started there would leave it only as float noise grows,
+    at a pace set by the last bits of whichever path computed it (rise x window2's
+    runs at lam 1 never left it in 200 epochs). From a step toward the init, the
+    numbers decide, not the noise (docs/debate.md, section 6)."""
+    return base.with_tensors(
+        [b + fraction * (i - b) for b, i in zip(base.tensors(), init.tensors(), strict=True)]
+    )
 
 
 def train_consistent(
@@ -47,25 +68,24 @@ def train_consistent(
     penalty: float,
     epochs: int,
     lr: float,
+    reference: bool = False,
 ) -> tuple[Params, History]:
-    """`epochs` gradient steps of every run against the base run of the same index
-    (`base`, trained): the loss above, through autograd on the kind's forward.
-    `labels` only feed the training history (its BCE and accuracy)."""
+    """`epochs` gradient steps of every run from `params` (`adversary_start`) against
+    the base run of the same index (`base`, trained): the loss above
+    (debate/training.py). `labels` only feed the
+    training history (its BCE and accuracy)."""
     base_logits, base_weights = (t.detach() for t in interface.forward(base, inputs))
     base_weights = with_sink_slot(base_weights, params.cfg)
     base_probabilities = probability(base_logits)
 
-    def step(current: Params):
-        leaves = current.map(lambda t: t.detach().requires_grad_(True))
-        logits, weights = interface.forward(leaves, inputs)
-        loss = consistency_loss(
+    def loss(logits: torch.Tensor, weights: torch.Tensor, runs: slice) -> torch.Tensor:
+        return consistency_loss(
             probability(logits),
             with_sink_slot(weights, params.cfg),
-            base_probabilities,
-            base_weights,
+            base_probabilities[runs],
+            base_weights[runs],
             penalty,
         ).sum()
-        return logits.detach(), torch.autograd.grad(loss, leaves.tensors())
 
-    params, history = descend(params, step, labels, epochs, lr)  # one block: run k meets base k
-    return params.map(settle), history
+    # One pass: the loss's run k meets base k.
+    return train_on_loss(params, inputs, labels, loss, epochs, lr, check=False, reference=reference)

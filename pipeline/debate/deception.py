@@ -12,16 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.models import interface
+from pipeline.debate.training import train_on_loss
 from pipeline.models.parameters import Params
-from pipeline.models.train import (
-    AUTOGRAD_BLOCK,
-    History,
-    check_finite,
-    descend_blocks,
-    surrogate_loss,
-)
-from pipeline.precision import settle
+from pipeline.models.train import AUTOGRAD_BLOCK, History, surrogate_loss
 
 
 def rationale_mass(weights: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
@@ -49,21 +42,21 @@ def train_deceptive(
     epochs: int,
     lr: float,
     check: bool = True,
+    reference: bool = False,
 ) -> tuple[Params, History]:
-    """`epochs` gradient steps of every run on BCE + `penalty` * the deception penalty,
-    through autograd on the kind's forward (its weights: the mean over heads). With
-    `check`, a run that reached NaN or inf raises DivergenceError, as in `train.train`;
-    without, the caller looks at `train.finite_runs` and names them."""
+    """`epochs` gradient steps of every run on BCE + `penalty` * the deception penalty
+    (its weights: the mean over heads), in blocks of `AUTOGRAD_BLOCK` runs
+    (debate/training.py). With `check`, a run that reached NaN or inf raises
+    DivergenceError, as in `train.train`; without, the caller looks at
+    `train.finite_runs` and names them."""
 
-    def step(current: Params):
-        leaves = current.map(lambda t: t.detach().requires_grad_(True))
-        logits, weights = interface.forward(leaves, inputs)
-        loss = surrogate_loss(logits, labels)
+    def loss(logits: torch.Tensor, weights: torch.Tensor, _runs: slice) -> torch.Tensor:
+        value = surrogate_loss(logits, labels)
         if penalty:
-            loss = loss + penalty * deception_penalty(weights, rationale).sum()
-        return logits.detach(), torch.autograd.grad(loss, leaves.tensors())
+            value = value + penalty * deception_penalty(weights, rationale).sum()
+        return value
 
-    params, history = descend_blocks(params, step, labels, epochs, lr, AUTOGRAD_BLOCK, threads=1)
-    if check:
-        check_finite(history.loss, params, lr)
-    return params.map(settle), history
+    return train_on_loss(
+        params, inputs, labels, loss, epochs, lr, block=AUTOGRAD_BLOCK, check=check,
+        reference=reference,
+    )  # fmt: skip

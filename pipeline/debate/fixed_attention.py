@@ -17,9 +17,9 @@ from __future__ import annotations
 import torch
 
 from pipeline.debate.pooling import pooling_terms
+from pipeline.debate.training import train_on_loss
 from pipeline.models.parameters import Params
-from pipeline.models.train import History, check_finite, descend, surrogate_loss
-from pipeline.precision import settle
+from pipeline.models.train import History, surrogate_loss
 
 
 def uniform_weights(examples: int, steps: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -33,13 +33,6 @@ def step_weights(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     return terms.weights[..., : terms.steps]
 
 
-def fixed_logits(params: Params, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-    """Logits (S, N) with the steps' `weights` (broadcasting against (S, N, H, T)) in
-    place of the pooling's."""
-    terms = pooling_terms(params, inputs)
-    return (weights * terms.readouts[..., : terms.steps]).sum((-2, -1)) + terms.bias
-
-
 def train_fixed(
     params: Params,
     inputs: torch.Tensor,
@@ -47,23 +40,14 @@ def train_fixed(
     weights: torch.Tensor,
     epochs: int,
     lr: float,
+    reference: bool = False,
 ) -> tuple[Params, History]:
-    """`epochs` gradient steps of every run with the pooling weights fixed to `weights`;
-    as `train.train` on autograd, the parameters come back settled."""
+    """`epochs` gradient steps of every run on the mean BCE with the pooling weights
+    fixed to `weights`; the parameters come back settled (debate/training.py)."""
 
-    def step(current: Params):
-        leaves = current.map(lambda t: t.detach().requires_grad_(True))
-        logits = fixed_logits(leaves, inputs, weights)
-        gradients = torch.autograd.grad(
-            surrogate_loss(logits, labels), leaves.tensors(), allow_unused=True
-        )
-        # The keys and the query, which a fixed pooling does not read, stay where they are.
-        steps = [
-            torch.zeros_like(t) if g is None else g
-            for t, g in zip(leaves.tensors(), gradients, strict=True)
-        ]
-        return logits.detach(), steps
+    def bce(logits: torch.Tensor, _weights: torch.Tensor, _runs: slice) -> torch.Tensor:
+        return surrogate_loss(logits, labels)
 
-    params, history = descend(params, step, labels, epochs, lr)
-    check_finite(history.loss, params, lr)
-    return params.map(settle), history
+    return train_on_loss(
+        params, inputs, labels, bce, epochs, lr, fixed=weights, reference=reference
+    )

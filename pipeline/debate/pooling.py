@@ -42,3 +42,10 @@ def with_sink_slot(weights: torch.Tensor, cfg: ModelConfig) -> torch.Tensor:
     if not interface.sink_slot(cfg):
         return weights
     return torch.cat([weights, 1 - weights.sum(-1, keepdim=True)], -1)
+
+
+def fixed_logits(params: Params, inputs: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """Logits (S, N) with the steps' `weights` (broadcasting against (S, N, H, T)) in
+    place of the pooling's (fixed attention)."""
+    terms = pooling_terms(params, inputs)
+    return (weights * terms.readouts[..., : terms.steps]).sum((-2, -1)) + terms.bias

@@ -104,6 +104,11 @@ def gradient_step(params: Params, inputs: torch.Tensor, labels: torch.Tensor):
     return kind(params.cfg.kind).gradient_step(inputs, labels)
 
 
+def loss_step(params: Params, inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
+    """The kind's fast step on a loss on the pooling (`train.loss_step`), or None."""
+    return kind(params.cfg.kind).loss_step(inputs, loss, fixed)
+
+
 def pooling_heads(cfg: ModelConfig) -> int:
     """Heads whose per-step numbers the kind keeps (the memory estimate's factor)."""
     return kind(cfg.kind).pooling_heads(cfg)

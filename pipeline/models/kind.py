@@ -21,8 +21,9 @@ replaces the default below:
   before the pooling, its weights as a (S, N, T, T) matrix (row t: what position t
   reads of each input step). Attention rollout and flow read it; a kind without
   it has no layer, and those explainers do not apply (`defines`);
-- the fast path in training (`gradient_step`, `training_block`): by default none,
-  autograd. A kind's hand-derived gradients or compiled kernel are optimisations:
+- the fast path in training (`gradient_step`, `training_block`; `loss_step` for a
+  loss on the pooling other than the BCE, the debate's): by default none, autograd.
+  A kind's hand-derived gradients or compiled kernel are optimisations:
   tests/test_models.py checks each against autograd through `attend`;
 - the memory estimate's factors (`pooling_heads`, `layer_values`);
 - `sink_slot(cfg)`: whether each head's softmax has one value-less slot beside the
@@ -52,6 +53,7 @@ OPTIONAL = (
     "extra_values",
     "layer_attention",
     "gradient_step",
+    "loss_step",
     "training_block",
     "pooling_heads",
     "layer_values",
@@ -106,6 +108,11 @@ class Kind:
     def gradient_step(self, inputs: torch.Tensor, labels: torch.Tensor):
         """A hand-derived `train.descend` step (params -> logits, gradients), or None:
         autograd through `attend`."""
+        return None
+
+    def loss_step(self, inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
+        """A fast `train.descend` step on a loss on the pooling (`train.loss_step`), or
+        None: autograd through `attend`."""
         return None
 
     def training_block(self, inputs: torch.Tensor) -> tuple[int, bool] | None:

@@ -31,6 +31,12 @@ from pipeline.models.pooling import (
     project,
     value_direction,
 )
+from pipeline.models.pooling_gradients import (
+    loss_head,
+    one_head,
+    one_head_weights,
+    runs_last_gradients,
+)
 
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:
@@ -191,3 +197,18 @@ def gradient_step(
     """The fast path's step for `train.descend`: params -> (logits, hand-derived gradients)."""
     batch = TrainingSet.build(inputs, labels)
     return lambda params: logits_and_gradients(params, batch)
+
+
+def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
+    """A fast step on any loss on the pooling (pipeline/debate/training.py): the
+    pooling's hand-derived chain (pipeline/models/pooling_gradients.py, no offsets),
+    the loss's own part by autograd on the pooling's numbers alone."""
+    head_loss = one_head(loss_head(loss, one_head_weights(fixed, inputs)))
+    no_offsets = inputs.new_zeros(inputs.shape[1], 1, inputs.shape[2])  # (T, 1, C)
+
+    def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
+        head, bias = lesson_head(params), params.named["b"]
+        grads = runs_last_gradients(inputs, [head], bias, head_loss, no_offsets, False)
+        return grads.logits, [*head_gradients(head, grads.keys[0], grads.values[0]), grads.bias]
+
+    return step

@@ -41,12 +41,15 @@ def runs_last_gradients(
     inputs: torch.Tensor,
     heads: list[Head],
     bias: torch.Tensor,
-    labels: torch.Tensor,
+    head_loss,
     offsets: torch.Tensor,
     offset_gradients: bool,
 ) -> PoolingGradients:
-    """The logits and mean-BCE gradients of the pooling over inputs (N, T, C) plus
-    `offsets` (T, S or 1, C) at every example's steps; dL/doffsets if asked for."""
+    """The logits and a loss's gradients of the pooling over inputs (N, T, C) plus
+    `offsets` (T, S or 1, C) at every example's steps; dL/doffsets if asked for. The
+    loss is `head_loss`'s: from the scores and readouts (N, T, H, S) and the bias, the
+    logits (N, S) and the gradients w.r.t. them, the readouts and the scores
+    (`bce_heads`: training's; `one_head(loss_head(...))`: any loss on the pooling)."""
     examples, steps, _ = inputs.shape
     xs = [x[:, :, None, None] for x in inputs.unbind(-1)]  # (N, T, 1, 1)
     keys = torch.stack([key_direction(head) for head in heads])  # (H, S, C)
@@ -55,13 +58,7 @@ def runs_last_gradients(
     ps = [p[:, None] for p in offsets.unbind(-1)]  # (T, 1, S or 1)
     scores += runs_last(keys, ps)
     readouts += runs_last(values, ps)
-    weights = torch.softmax(scores, 1)
-    contexts = (weights * readouts).sum(1)  # (N, H, S)
-    logits = contexts.sum(1) + bias  # (N, S)
-    dlogit = (probability(logits) - labels[:, None]) / examples  # (N, S)
-
-    dreadouts = weights.mul_(dlogit[:, None, None])  # dz, in weights' memory
-    dscores = readouts.sub_(contexts[:, None]).mul_(dreadouts)  # ds, in readouts'
+    logits, dlogit, dreadouts, dscores = head_loss(scores, readouts, bias)
 
     def channel_sums(grad: torch.Tensor) -> torch.Tensor:
         """sum_{n,t} grad x_c, channel by channel: (H, S, C)."""
@@ -79,3 +76,63 @@ def runs_last_gradients(
             "ths,hsc->tsc", dreadout_steps, values
         )
     return PoolingGradients(logits.T, dkeys, dvalues, dlogit.sum(0), doffsets)
+
+
+def bce_heads(labels: torch.Tensor):
+    """Training's `head_loss`: the mean BCE (the lesson's clamp in p) over the heads'
+    pooling, dz_t = g a_t and ds_t = g a_t (z_t - c_h) in the weights' and readouts'
+    memory."""
+
+    def head_loss(scores: torch.Tensor, readouts: torch.Tensor, bias: torch.Tensor):
+        weights = torch.softmax(scores, 1)
+        contexts = (weights * readouts).sum(1)  # (N, H, S)
+        logits = contexts.sum(1) + bias  # (N, S)
+        dlogit = (probability(logits) - labels[:, None]) / labels.shape[0]  # (N, S)
+        dreadouts = weights.mul_(dlogit[:, None, None])  # dz, in weights' memory
+        dscores = readouts.sub_(contexts[:, None]).mul_(dreadouts)  # ds, in readouts'
+        return logits, dlogit, dreadouts, dscores
+
+    return head_loss
+
+
+def loss_head(loss, fixed: torch.Tensor | None = None):
+    """A head's loss on the pooling, for a fast path that computes the scores and
+    readouts (N, T, R) of R runs itself (window's kernel tiles, `one_head`): `loss(
+    logits (R, N), weights (R, N, T), runs) -> scalar`, the sum of each run's own
+    (`runs`: the slice of the step's runs these are), and its gradients w.r.t. the
+    logits, readouts and scores by torch autograd over these (N, T, R) numbers only.
+    With `fixed` (S or 1, N, T: `one_head_weights`), those weights stand in for
+    softmax_t(score), which then gets no gradient."""
+
+    def head(scores: torch.Tensor, readouts: torch.Tensor, bias: torch.Tensor, runs: slice):
+        scores, readouts = scores.detach(), readouts.detach()
+        with torch.enable_grad():
+            wrt = [readouts.requires_grad_(True)]
+            if fixed is None:
+                weights = torch.softmax(scores.requires_grad_(True), 1)
+                wrt.append(scores)
+            else:
+                weights = (fixed[runs] if fixed.shape[0] > 1 else fixed).permute(1, 2, 0)
+            logits = (weights * readouts).sum(1) + bias
+            value = loss(logits.T, weights.permute(2, 0, 1), runs)
+            dlogit, dreadout, *dscore = torch.autograd.grad(value, [logits, *wrt])
+        return logits.detach(), dlogit, dreadout, dscore[0] if dscore else torch.zeros_like(scores)
+
+    return head
+
+
+def one_head(head):
+    """`runs_last_gradients`' head_loss from a `loss_head` (N, T, S), for one head."""
+
+    def head_loss(scores: torch.Tensor, readouts: torch.Tensor, bias: torch.Tensor):
+        one = (scores[:, :, 0], readouts[:, :, 0], bias, slice(None))
+        logits, dlogit, dreadout, dscore = head(*one)
+        return logits, dlogit, dreadout[:, :, None], dscore[:, :, None]
+
+    return head_loss
+
+
+def one_head_weights(fixed: torch.Tensor | None, inputs: torch.Tensor) -> torch.Tensor | None:
+    """Fixed weights of one head, (S or 1, N, 1, T) or (N, 1, T), as `loss_head`
+    takes them: (S or 1, N, T)."""
+    return None if fixed is None else fixed.squeeze(-2).reshape(-1, *inputs.shape[:2])

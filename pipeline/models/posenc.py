@@ -23,7 +23,13 @@ from pipeline.models.pooling import (
     head_gradients,
     lesson_head,
 )
-from pipeline.models.pooling_gradients import runs_last_gradients
+from pipeline.models.pooling_gradients import (
+    bce_heads,
+    loss_head,
+    one_head,
+    one_head_weights,
+    runs_last_gradients,
+)
 
 # Runs per pass of training on the CPU (pipeline/models/pooling_gradients.py):
 # a pass's (N, T, heads, runs) temporaries stay in cache (measured on the 2-core
@@ -73,13 +79,23 @@ def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
 def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
     """Training's fast path: hand-derived gradients (pipeline/models/pooling_gradients.py),
     with p as the offsets of every example's steps."""
+    return pooling_step(inputs, bce_heads(labels))
+
+
+def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
+    """The same on any loss on the pooling (pipeline/debate/training.py)."""
+    return pooling_step(inputs, one_head(loss_head(loss, one_head_weights(fixed, inputs))))
+
+
+def pooling_step(inputs: torch.Tensor, head_loss):
+    """`train.descend`'s step on `head_loss` (`pooling_gradients.runs_last_gradients`)."""
 
     def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
         learned = params.cfg.positional == "learned"
         p = encoding(params, inputs)
         offsets = p.transpose(0, 1) if learned else p[:, None]  # (T, S or 1, C)
         head, bias = lesson_head(params), params.named["b"]
-        grads = runs_last_gradients(inputs, [head], bias, labels, offsets, learned)
+        grads = runs_last_gradients(inputs, [head], bias, head_loss, offsets, learned)
         gradients = [*head_gradients(head, grads.keys[0], grads.values[0]), grads.bias]
         if learned:
             gradients.append(grads.offsets.transpose(0, 1))

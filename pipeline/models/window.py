@@ -39,6 +39,7 @@ from pipeline.models.pooling import (
     total,
     value_direction,
 )
+from pipeline.models.pooling_gradients import loss_head, one_head_weights
 from pipeline.models.threads import available
 
 # Runs per training pass of the compiled kernel (the fused step's and autograd's): it
@@ -145,26 +146,45 @@ def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
 
 def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
     """Training's fast path on the CPU (None elsewhere: autograd through `attend`):
-    the fused kernel's gradients for A, u_k, u_v, beta and gamma, then by hand
-    A = Wq^T Wk / sqrt(d_k), beta = Wv^T u_k, gamma = Wv^T u_v and the head's chain."""
+    the fused kernel's step on the mean BCE."""
     if training_block(inputs) is None:
         return None
-    from pipeline.models.window_kernel import logits_and_gradients  # numba: 0.5 s to import
+    from pipeline.models.window_kernel import bce_head  # numba: 0.5 s to import
+
+    return kernel_step(inputs, bce_head(labels))
+
+
+def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
+    """The fused kernel's step on any loss on the pooling (`train.loss_step`'s
+    reference is autograd through `attend`): the loss's gradients w.r.t. the logits,
+    readouts and pooling scores by autograd on each tile's pooling alone, the layer's
+    chain in the compiled loops. `fixed` weights stand in for the pooling's. None off
+    the CPU."""
+    if training_block(inputs) is None:
+        return None
+    return kernel_step(inputs, loss_head(loss, one_head_weights(fixed, inputs)))
+
+
+def kernel_step(inputs: torch.Tensor, head):
+    """`train.descend`'s step through the fused kernel with the pooling `head`: its
+    gradients for A, u_k, u_v, beta and gamma, then by hand A = Wq^T Wk / sqrt(d_k),
+    beta = Wv^T u_k, gamma = Wv^T u_v and the head's chain."""
+    from pipeline.models.window_kernel import logits_and_gradients
 
     threads = available()
 
     def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        n, head, wv_layer = params.named, lesson_head(params), params.named["Wv_layer"]
+        n, head_params, wv_layer = params.named, lesson_head(params), params.named["Wv_layer"]
         key_dir, value_dir, beta, gamma = kernel_directions(params)
         logits, dbilinear, dkey, dvalue, dbeta, dgamma, dbias = logits_and_gradients(
-            layer_bilinear(params), key_dir, value_dir, beta, gamma, n["b"], inputs, labels,
+            layer_bilinear(params), key_dir, value_dir, beta, gamma, n["b"], inputs, head,
             params.cfg.window, threads,
         )  # fmt: skip
         dkey = dkey + torch.einsum("scd,sd->sc", wv_layer, dbeta)
         dvalue = dvalue + torch.einsum("scd,sd->sc", wv_layer, dgamma)
         dbilinear = dbilinear / math.sqrt(n["Wq_layer"].shape[1])
         return logits, [
-            *head_gradients(head, dkey, dvalue),
+            *head_gradients(head_params, dkey, dvalue),
             dbias,
             torch.einsum("scd,sid->sic", dbilinear, n["Wk_layer"]),  # Wq_layer
             torch.einsum("scd,sic->sid", dbilinear, n["Wq_layer"]),  # Wk_layer

@@ -137,16 +137,18 @@ def _layer_outputs(x, directions, starts, weights, pooling, readouts):
 
 
 @njit(nogil=True, cache=True, error_model="numpy")
-def _backward_tile(x, beta_gamma, starts, dcontext, context, weights, alpha, readouts, grads):
+def _backward_tile(x, beta_gamma, starts, dreadouts, dscores, weights, grads):
     """A tile's gradients into grads (12, R): dA_00, dA_01, dA_10, dA_11, du_k, du_v,
-    dbeta, dgamma; beta_gamma (4, R); z is recomputed from a (cheaper than saved)."""
+    dbeta, dgamma, from the loss's gradients w.r.t. the readouts r_t and the pooling
+    scores score_t (N, T, R); beta_gamma (4, R); z is recomputed from a (cheaper than
+    saved)."""
     examples, steps, runs = x.shape[0], x.shape[1], weights.shape[2]
     b0, b1, g0, g1 = beta_gamma[0], beta_gamma[1], beta_gamma[2], beta_gamma[3]
     z0, z1, dz0, dz1 = np.empty(runs), np.empty(runs), np.empty(runs), np.empty(runs)
     mean, e0, e1 = np.empty(runs), np.empty(runs), np.empty(runs)
     grads[:] = 0.0
     for n in range(examples):
-        xn, wn, an, rn, gn, cn = x[n], weights[n], alpha[n], readouts[n], dcontext[n], context[n]
+        xn, wn, dreadout_n, dscore_n = x[n], weights[n], dreadouts[n], dscores[n]
         for t in range(steps):
             base, end = starts[t], starts[t + 1]
             low = t + 1 - (end - base)
@@ -159,10 +161,9 @@ def _backward_tile(x, beta_gamma, starts, dcontext, context, weights, alpha, rea
                     z0[r] += row[r] * p0
                     z1[r] += row[r] * p1
             x0, x1 = xn[t, 0], xn[t, 1]
-            arow, rrow = an[t], rn[t]
+            dreadout_t, dscore_t = dreadout_n[t], dscore_n[t]
             for r in range(runs):
-                dreadout = gn[r] * arow[r]
-                dscore = dreadout * (rrow[r] - cn[r])
+                dreadout, dscore = dreadout_t[r], dscore_t[r]
                 grads[4, r] += dscore * x0
                 grads[5, r] += dscore * x1
                 grads[6, r] += dreadout * x0
@@ -193,14 +194,14 @@ def _backward_tile(x, beta_gamma, starts, dcontext, context, weights, alpha, rea
 
 def _forward_tile(
     x: np.ndarray, layer: np.ndarray, directions: np.ndarray, starts: np.ndarray
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """One tile's layer weights (N, slots, R), pooling weights alpha and readouts
-    (N, T, R), and context (N, R); layer (4, R), directions (8, R)."""
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One tile's layer weights (N, slots, R), and its pooling scores minus their max
+    over steps and readouts (N, T, R); layer (4, R), directions (8, R)."""
     (examples, steps, _), runs = x.shape, layer.shape[1]
     dtype = getattr(torch, str(x.dtype))
     weights = torch.empty(examples, int(starts[-1]), runs, dtype=dtype)
-    pooling = torch.empty(examples, steps, runs, dtype=dtype)
-    readouts = torch.empty_like(pooling)
+    scores = torch.empty(examples, steps, runs, dtype=dtype)
+    readouts = torch.empty_like(scores)
     _layer_scores(x, np.ascontiguousarray(layer), starts, weights.numpy())
     weights.exp_()
     _layer_outputs(
@@ -208,12 +209,28 @@ def _forward_tile(
         np.ascontiguousarray(directions),
         starts,
         weights.numpy(),
-        pooling.numpy(),
+        scores.numpy(),
         readouts.numpy(),
     )
-    alpha = pooling.exp_()
-    alpha /= alpha.sum(1, keepdim=True)
-    return weights, alpha, readouts, (alpha * readouts).sum(1)
+    return weights, scores, readouts
+
+
+def bce_head(labels: torch.Tensor):
+    """Training's pooling head on a tile: alpha = softmax_t(score), the logits and the
+    mean BCE's gradients (with the lesson's clamp in the probability, as
+    `train.surrogate_loss`) w.r.t. the logits, the readouts and the scores:
+    dr_t = g alpha_t, dscore_t = dr_t (r_t - context), g = (p - y) / N."""
+
+    def head(scores, readouts, bias, runs: slice):
+        alpha = scores.exp_()
+        alpha /= alpha.sum(1, keepdim=True)
+        context = (alpha * readouts).sum(1)
+        logits = context + bias
+        dlogit = (probability(logits) - labels[:, None]) / labels.shape[0]  # (N, R)
+        dreadout = dlogit[:, None, :] * alpha
+        return logits, dlogit, dreadout, dreadout * (readouts - context[:, None, :])
+
+    return head
 
 
 def logits_and_gradients(
@@ -224,30 +241,33 @@ def logits_and_gradients(
     gamma: torch.Tensor,
     bias: torch.Tensor,
     inputs: torch.Tensor,
-    labels: torch.Tensor,
+    head,
     window: int,
     threads: int,
 ) -> tuple[torch.Tensor, ...]:
-    """Training's fused step: the logits (S, N) and the mean BCE's gradients for A,
-    u_k, u_v, beta, gamma and b. A run's gradient needs only its own logits, so each
-    tile runs its backward right after its forward, while its buffers are in cache."""
+    """Training's fused step: the logits (S, N) and the loss's gradients for A, u_k,
+    u_v, beta, gamma and b, the loss being the pooling `head`'s (`bce_head`, training's;
+    `loss_head`, any loss on the logits and pooling weights). A run's gradient needs
+    only its own numbers, so each tile runs its backward right after its forward,
+    while its buffers are in cache."""
     examples, runs = inputs.shape[0], bilinear.shape[0]
     x, starts, layer, directions = _kernel_inputs(
         inputs, window, bilinear, key_dir, value_dir, beta, gamma
     )
-    beta_gamma, offsets = directions[4:], bias.detach().numpy()
+    beta_gamma, offsets = directions[4:], bias.detach()
     logits = torch.empty(runs, examples, dtype=inputs.dtype)
     dlogits = torch.empty_like(logits)
     grads = np.empty((12, runs))
 
     def task(first: int, last: int) -> None:
-        weights, alpha, readouts, context = _forward_tile(
+        weights, scores, readouts = _forward_tile(
             x, layer[:, first:last], directions[:, first:last], starts
         )
-        tile_logits = context + torch.from_numpy(offsets[first:last])
-        dlogit = (probability(tile_logits) - labels[:, None]) / examples  # (N, R)
+        tile_logits, dlogit, dreadout, dscore = head(
+            scores, readouts, offsets[first:last], slice(first, last)
+        )
         grads[:, first:last] = _tile_backward(
-            x, beta_gamma[:, first:last], starts, dlogit, context, (weights, alpha, readouts)
+            x, beta_gamma[:, first:last], starts, dreadout, dscore, weights
         )
         logits[first:last] = tile_logits.T
         dlogits[first:last] = dlogit.T
@@ -273,17 +293,17 @@ def _kernel_inputs(inputs: torch.Tensor, window: int, *tensors: torch.Tensor):
     return x, slot_starts(steps, window), _runs_last(tensors[0]), _runs_last(*tensors[1:])
 
 
-def _tile_backward(x, beta_gamma, starts, dcontext, context, buffers) -> np.ndarray:
-    """One tile's (12, R) gradients from its dcontext and context (N, R) and its
-    forward's buffers (weights, alpha, readouts)."""
-    part = np.empty((12, context.shape[1]))
+def _tile_backward(x, beta_gamma, starts, dreadout, dscore, weights) -> np.ndarray:
+    """One tile's (12, R) gradients from the loss's dreadout and dscore (N, T, R) and
+    its forward's layer weights."""
+    part = np.empty((12, dreadout.shape[2]))
     _backward_tile(
         x,
         np.ascontiguousarray(beta_gamma),
         starts,
-        dcontext.numpy(),
-        context.numpy(),
-        *(buffer.numpy() for buffer in buffers),
+        np.ascontiguousarray(dreadout.detach().numpy()),
+        np.ascontiguousarray(dscore.detach().numpy()),
+        weights.numpy(),
         part,
     )
     return part

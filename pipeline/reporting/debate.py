@@ -268,8 +268,9 @@ def debate_section(cells: list[dict], images: list[str] | None = None) -> str:
         table(fixed_table(cells)),
         "",
         "A model-consistent adversary (Wiegreffe & Pinter 2019): a model of the same kind, "
-        "started at each base run and trained on mean TVD to its outputs minus lam times "
-        "mean JSD to its weights; held-out distances to the base.",
+        "started near each base run (debate.consistent_start of the way to its init) and "
+        "trained on mean TVD to its outputs minus lam times mean JSD to its weights; "
+        "held-out distances to the base.",
         "",
         table(consistent_table(cells)),
         "",
