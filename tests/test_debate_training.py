@@ -10,13 +10,13 @@ import torch
 
 from pipeline.config import ModelConfig
 from pipeline.debate.consistent import consistency_loss
-from pipeline.debate.deception import deception_penalty
+from pipeline.debate.deception import deception_penalty, train_deceptive
 from pipeline.debate.fixed_attention import step_weights, uniform_weights
 from pipeline.debate.training import loss_step, reference_step, train_on_loss
 from pipeline.models import interface
-from pipeline.models.parameters import to_flat
+from pipeline.models.parameters import cat_runs, to_flat
 from pipeline.models.pooling import probability
-from pipeline.models.train import surrogate_loss
+from pipeline.models.train import AUTOGRAD_BLOCK, surrogate_loss
 from pipeline.models.window_kernel import TILE
 from tests.test_models import F64, STEPS, random_inputs, random_params
 
@@ -38,10 +38,10 @@ def rationale() -> torch.Tensor:
     return (steps == marked[:, None]) | (steps == marked[:, None] - 1)
 
 
-def losses(cfg: ModelConfig) -> dict:
+def losses(cfg: ModelConfig, runs: int = RUNS) -> dict:
     """name -> (loss, fixed weights or None): each training of the debate."""
     inputs = random_inputs(EXAMPLES, STEPS, seed=51)
-    base = random_params(cfg, RUNS, seed=52)
+    base = random_params(cfg, runs, seed=52)
     base_logits, base_weights = interface.forward(base, inputs)
 
     def deceptive(logits, weights, runs):
@@ -85,14 +85,33 @@ def test_the_kernel_step_on_a_loss_is_autograds(cfg, name):
 
 
 def test_training_on_a_loss_through_the_kernel_is_autograd_training():
+    """Two blocks of runs (`AUTOGRAD_BLOCK`), each run with a base of its own: the
+    kernel's runs are autograd's."""
     cfg = ModelConfig(kind="window")
-    loss, _ = losses(cfg)["deceptive"]
+    loss, _ = losses(cfg, AUTOGRAD_BLOCK + 3)["consistent"]
     inputs = random_inputs(EXAMPLES, STEPS, seed=51)
-    start = interface.init_params(4242, list(range(1, 8)), cfg, STEPS)
-    fast, fast_history = train_on_loss(start, inputs, LABELS, loss, 20, 0.6, block=3)
-    slow, slow_history = train_on_loss(start, inputs, LABELS, loss, 20, 0.6, reference=True)
+    start = interface.init_params(4242, list(range(1, AUTOGRAD_BLOCK + 4)), cfg, STEPS)
+    fast, fast_history = train_on_loss(start, inputs, LABELS, loss, 10, 0.6, check=False)
+    slow, slow_history = train_on_loss(
+        start, inputs, LABELS, loss, 10, 0.6, check=False, reference=True
+    )
     torch.testing.assert_close(to_flat(fast), to_flat(slow), rtol=1e-10, atol=1e-12)
     torch.testing.assert_close(fast_history.loss, slow_history.loss, rtol=1e-12, atol=1e-14)
+
+
+def test_one_lam_per_run_trains_each_run_as_its_own_lam_alone():
+    """The cell trains every lam's runs in one job (`cell.trainings`): run k with its
+    own lam gets what a training at that lam alone gives it."""
+    cfg = ModelConfig(kind="window")
+    inputs = random_inputs(EXAMPLES, STEPS, seed=51)
+    start = interface.init_params(4242, [1, 2, 3], cfg, STEPS)
+    both = cat_runs([start, start])
+    lams = torch.tensor([1.0, 10.0], dtype=F64).repeat_interleave(3)
+    together, _ = train_deceptive(both, inputs, LABELS, rationale(), lams, 20, 0.6)
+    for index, lam in enumerate((1.0, 10.0)):
+        alone, _ = train_deceptive(start, inputs, LABELS, rationale(), lam, 20, 0.6)
+        mine = to_flat(together)[3 * index : 3 * index + 3]
+        torch.testing.assert_close(mine, to_flat(alone), rtol=1e-10, atol=1e-12)
 
 
 def test_a_kind_without_a_fast_path_takes_the_definition():

@@ -160,43 +160,61 @@ def seed_variance_numbers(params: Params, inputs: torch.Tensor) -> dict:
     }
 
 
+Job = tuple[list[tuple[str, float]], Callable[[], tuple[Params, History]]]
+
+
 def trainings(
     start: Params,
     learned: Params,
     train_split: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     cfg: Config,
-) -> dict[tuple[str, float], Callable[[], tuple[Params, History]]]:
-    """Every training of the cell, one job per (experiment, lam): the consistent
-    adversary's and deception's (lam = 0 is the learned runs, not trained again),
-    then uniform and frozen attention (experiments 6, 7, 3 and 5)."""
+) -> list[Job]:
+    """Every training of the cell, one job per experiment over all its settings' runs,
+    each setting's the next trained_seeds of them, with its (experiment, lam) keys: the
+    consistent adversary's at each lam, deception's (lam = 0 is the learned runs, not
+    trained again), uniform and frozen attention (experiments 6, 7, 3 and 5). One
+    training of 30 runs costs about two thirds of three of 10 (window3, 2 cores)."""
     inputs, labels, rationale = train_split
     epochs, lr = cfg.train.epochs, cfg.train.lr
+
+    def each_run(lams: list[float]) -> torch.Tensor:
+        """Every setting's lam on each of its runs."""
+        values = torch.tensor(lams, dtype=inputs.dtype, device=inputs.device)
+        return values.repeat_interleave(learned.runs)
+
+    consistent = list(cfg.debate.consistent_penalties)
     adversary = adversary_start(learned, start, cfg.debate.consistent_start)
-    jobs = {
-        ("consistent", lam): partial(
-            train_consistent, adversary, inputs, labels, learned, lam, epochs, lr
-        )
-        for lam in cfg.debate.consistent_penalties
-    }
-    for lam in cfg.debate.penalties:
-        if lam:
-            jobs["deceptive", lam] = partial(
-                train_deceptive, start, inputs, labels, rationale, lam, epochs, lr, False
-            )
-    uniform = uniform_weights(len(labels), cfg.data.steps, inputs.dtype)
-    jobs["uniform", 0.0] = partial(train_fixed, start, inputs, labels, uniform, epochs, lr)
-    frozen = step_weights(learned, inputs)
-    jobs["frozen", 0.0] = partial(train_fixed, start, inputs, labels, frozen, epochs, lr)
+    adversaries, bases = (cat_runs([runs] * len(consistent)) for runs in (adversary, learned))
+    lams = each_run(consistent)
+    job = partial(train_consistent, adversaries, inputs, labels, bases, lams, epochs, lr)
+    jobs = [([("consistent", lam) for lam in consistent], job)]
+    deceptive = [lam for lam in cfg.debate.penalties if lam]
+    if deceptive:
+        starts, lams = cat_runs([start] * len(deceptive)), each_run(deceptive)
+        job = partial(train_deceptive, starts, inputs, labels, rationale, lams, epochs, lr, False)
+        jobs.append(([("deceptive", lam) for lam in deceptive], job))
+    frozen = step_weights(learned, inputs)  # (S, N, H, T)
+    fixed = torch.cat([torch.full_like(frozen, 1 / cfg.data.steps), frozen])  # uniform, frozen
+    job = partial(train_fixed, cat_runs([start, start]), inputs, labels, fixed, epochs, lr)
+    jobs.append(([("uniform", 0.0), ("frozen", 0.0)], job))
     return jobs
 
 
-def train_all(jobs: dict) -> dict:
-    """Each job's trained runs and history: independent jobs on threads of our own,
-    torch's ops on one thread in each (pipeline/models/threads.py). The cell's small
-    autograd steps gain little from torch's own threads and pay to wake them: on 2
-    cores, the lesson x window3 cell's trainings and deception's battery took 33 s on
+def train_all(jobs: list[Job]) -> dict:
+    """Each (experiment, lam)'s trained runs and history: the jobs on threads of our
+    own, torch's ops on one thread in each (pipeline/models/threads.py). The cell's
+    small autograd steps gain little from torch's own threads and pay to wake them: on
+    2 cores, the lesson x window3 cell's trainings and deception's battery took 33 s on
     torch's two threads, 19 s on one."""
-    return dict(zip(jobs, run_jobs(list(jobs.values()), workers(len(jobs))), strict=True))
+    results = run_jobs([job for _, job in jobs], workers(len(jobs)))
+    trained = {}
+    for (keys, _), (params, history) in zip(jobs, results, strict=True):
+        size = params.runs // len(keys)
+        for index, key in enumerate(keys):
+            mine = slice(index * size, (index + 1) * size)
+            part = History(history.loss[:, mine], history.accuracy[:, mine])
+            trained[key] = (params.map(lambda t, mine=mine: t[mine]), part)
+    return trained
 
 
 def fixed_numbers(

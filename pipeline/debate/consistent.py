@@ -20,7 +20,7 @@ import torch
 from pipeline import ties
 from pipeline.debate.adversary import jsd
 from pipeline.debate.pooling import with_sink_slot
-from pipeline.debate.training import train_on_loss
+from pipeline.debate.training import per_run, train_on_loss
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
@@ -32,10 +32,11 @@ def consistency_loss(
     weights: torch.Tensor,
     base_probabilities: torch.Tensor,
     base_weights: torch.Tensor,
-    penalty: float,
+    penalty: float | torch.Tensor,
 ) -> torch.Tensor:
     """Per run (S,): mean_n |p - p_base| - penalty * mean_n JSD(a, a_base), with
-    `probabilities` (S, N) and `weights` (S, N, T) against the base's.
+    `probabilities` (S, N) and `weights` (S, N, T) against the base's; `penalty` one
+    lam or one per run (S,).
 
     A difference within float noise of 0 counts as 0 (pipeline/ties.py), and so does
     its gradient: at the base, |.|'s kink would otherwise turn the last bits between
@@ -65,7 +66,7 @@ def train_consistent(
     inputs: torch.Tensor,
     labels: torch.Tensor,
     base: Params,
-    penalty: float,
+    penalty: float | torch.Tensor,
     epochs: int,
     lr: float,
     reference: bool = False,
@@ -84,8 +85,7 @@ def train_consistent(
             with_sink_slot(weights, params.cfg),
             base_probabilities[runs],
             base_weights[runs],
-            penalty,
+            per_run(penalty, runs),
         ).sum()
 
-    # One pass: the loss's run k meets base k.
     return train_on_loss(params, inputs, labels, loss, epochs, lr, check=False, reference=reference)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.debate.training import train_on_loss
+from pipeline.debate.training import per_run, train_on_loss
 from pipeline.models.parameters import Params
-from pipeline.models.train import AUTOGRAD_BLOCK, History, surrogate_loss
+from pipeline.models.train import History, surrogate_loss
 
 
 def rationale_mass(weights: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
@@ -38,25 +38,22 @@ def train_deceptive(
     inputs: torch.Tensor,
     labels: torch.Tensor,
     rationale: torch.Tensor,
-    penalty: float,
+    penalty: float | torch.Tensor,
     epochs: int,
     lr: float,
     check: bool = True,
     reference: bool = False,
 ) -> tuple[Params, History]:
-    """`epochs` gradient steps of every run on BCE + `penalty` * the deception penalty
-    (its weights: the mean over heads), in blocks of `AUTOGRAD_BLOCK` runs
-    (debate/training.py). With `check`, a run that reached NaN or inf raises
-    DivergenceError, as in `train.train`; without, the caller looks at
-    `train.finite_runs` and names them."""
+    """`epochs` gradient steps of every run on BCE + `penalty` (one lam, or one per run)
+    * the deception penalty (its weights: the mean over heads), debate/training.py.
+    With `check`, a run that reached NaN or inf raises DivergenceError, as in
+    `train.train`; without, the caller looks at `train.finite_runs` and names them."""
 
-    def loss(logits: torch.Tensor, weights: torch.Tensor, _runs: slice) -> torch.Tensor:
+    def loss(logits: torch.Tensor, weights: torch.Tensor, runs: slice) -> torch.Tensor:
         value = surrogate_loss(logits, labels)
-        if penalty:
-            value = value + penalty * deception_penalty(weights, rationale).sum()
+        lam = per_run(penalty, runs)
+        if isinstance(lam, torch.Tensor) or lam:
+            value = value + (lam * deception_penalty(weights, rationale)).sum()
         return value
 
-    return train_on_loss(
-        params, inputs, labels, loss, epochs, lr, block=AUTOGRAD_BLOCK, check=check,
-        reference=reference,
-    )  # fmt: skip
+    return train_on_loss(params, inputs, labels, loss, epochs, lr, check=check, reference=reference)

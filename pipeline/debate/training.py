@@ -3,8 +3,11 @@ the model-consistent adversary, fixed attention): full-batch gradient descent as
 `train.descend`, the parameters coming back settled at the written precision.
 
 A loss is `loss(logits (S, N), weights (S, N, T), runs) -> scalar`, the sum of each
-run's own loss; `runs` is the slice of the step's runs it is handed (a kernel's tile
-of them), for a loss that compares run k with run k of a base. The definition is
+run's own loss; `runs` is the slice of the trained runs it is handed (a block's, a
+kernel tile's), for a loss with numbers of its own per run: a base run to compare
+with, a lam (`per_run`). The runs train in blocks of `AUTOGRAD_BLOCK`, which keep
+autograd's intermediates in cache and bound its memory as `train.train` does. The
+definition is
 autograd through the kind's `attend` (`reference_step`); a kind may bring a fast
 path (`loss_step` in its contract: window's fused kernel), which
 tests/test_debate_training.py checks against it.
@@ -13,13 +16,15 @@ tests/test_debate_training.py checks against it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 import torch
 
 from pipeline.debate.pooling import fixed_logits
 from pipeline.models import interface
 from pipeline.models.parameters import Params
-from pipeline.models.train import History, check_finite, descend, descend_blocks
+from pipeline.models.threads import run_jobs
+from pipeline.models.train import AUTOGRAD_BLOCK, History, check_finite, descend, joined
 from pipeline.precision import settle
 
 Loss = Callable[[torch.Tensor, torch.Tensor, slice], torch.Tensor]
@@ -37,7 +42,7 @@ def reference_step(inputs: torch.Tensor, loss: Loss, fixed: torch.Tensor | None 
             logits, weights = interface.forward(leaves, inputs)
         else:
             logits, weights = fixed_logits(leaves, inputs, fixed), fixed
-        value = loss(logits, weights, slice(None))
+        value = loss(logits, weights, slice(0, current.runs))
         gradients = torch.autograd.grad(value, leaves.tensors(), allow_unused=True)
         zeros = [
             torch.zeros_like(t) if g is None else g
@@ -55,6 +60,11 @@ def loss_step(params: Params, inputs: torch.Tensor, loss: Loss, fixed=None, refe
     return fast or reference_step(inputs, loss, fixed)
 
 
+def per_run(value: float | torch.Tensor, runs: slice) -> float | torch.Tensor:
+    """A loss's setting for `runs`: one number for every run, or one per run (S,)."""
+    return value[runs] if isinstance(value, torch.Tensor) else value
+
+
 def train_on_loss(
     params: Params,
     inputs: torch.Tensor,
@@ -63,20 +73,27 @@ def train_on_loss(
     epochs: int,
     lr: float,
     fixed: torch.Tensor | None = None,
-    block: int | None = None,
     check: bool = True,
     reference: bool = False,
 ) -> tuple[Params, History]:
     """`epochs` gradient steps of every run on `loss` (`labels` feed the history's BCE
-    and accuracy), in one pass or in blocks of `block` runs (a loss that reads `runs`
-    needs one pass). With `check`, a run that reached NaN or inf raises
+    and accuracy), `fixed` weights (S or 1, N, H, T, or (N, H, T) for every run) in
+    place of the pooling's. With `check`, a run that reached NaN or inf raises
     DivergenceError, as in `train.train`; without, the caller looks at
     `train.finite_runs`."""
-    step = loss_step(params, inputs, loss, fixed, reference)
-    if block is None:
-        params, history = descend(params, step, labels, epochs, lr)
-    else:
-        params, history = descend_blocks(params, step, labels, epochs, lr, block, threads=1)
+
+    def block(start: int, part: Params) -> tuple[Params, History]:
+        def block_loss(logits: torch.Tensor, weights: torch.Tensor, runs: slice) -> torch.Tensor:
+            return loss(logits, weights, slice(start + runs.start, start + runs.stop))
+
+        mine = fixed
+        if fixed is not None and fixed.dim() == 4 and fixed.shape[0] > 1:
+            mine = fixed[start : start + part.runs]
+        step = loss_step(part, inputs, block_loss, mine, reference)
+        return descend(part, step, labels, epochs, lr)
+
+    jobs = [partial(block, start, part) for start, part in params.blocks(AUTOGRAD_BLOCK)]
+    params, history = joined(run_jobs(jobs, threads=1))
     if check:
         check_finite(history.loss, params, lr)
     return params.map(settle), history

@@ -125,7 +125,7 @@ def one_head(head):
     """`runs_last_gradients`' head_loss from a `loss_head` (N, T, S), for one head."""
 
     def head_loss(scores: torch.Tensor, readouts: torch.Tensor, bias: torch.Tensor):
-        one = (scores[:, :, 0], readouts[:, :, 0], bias, slice(None))
+        one = (scores[:, :, 0], readouts[:, :, 0], bias, slice(0, scores.shape[-1]))
         logits, dlogit, dreadout, dscore = head(*one)
         return logits, dlogit, dreadout[:, :, None], dscore[:, :, None]
 

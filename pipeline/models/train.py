@@ -130,7 +130,11 @@ def descend_blocks(
     (pipeline/models/threads.py). Runs are independent, so a block changes no number
     beyond float rounding, and a small one keeps its temporaries in cache."""
     jobs = [partial(descend, block, step, labels, epochs, lr) for _, block in params.blocks(size)]
-    blocks = run_jobs(jobs, threads)
+    return joined(run_jobs(jobs, threads))
+
+
+def joined(blocks: list[tuple[Params, History]]) -> tuple[Params, History]:
+    """Blocks of runs, each trained with its history, as one set of runs."""
     history = History(
         torch.cat([h.loss for _, h in blocks], 1), torch.cat([h.accuracy for _, h in blocks], 1)
     )
