@@ -73,8 +73,8 @@ def train_consistent(
 ) -> tuple[Params, History]:
     """`epochs` gradient steps of every run from `params` (`adversary_start`) against
     the base run of the same index (`base`, trained): the loss above
-    (debate/training.py). `labels` only feed the
-    training history (its BCE and accuracy)."""
+    (debate/training.py). `labels` only feed the training history (its BCE and
+    accuracy)."""
     base_logits, base_weights = (t.detach() for t in interface.forward(base, inputs))
     base_weights = with_sink_slot(base_weights, params.cfg)
     base_probabilities = probability(base_logits)

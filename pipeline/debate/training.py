@@ -6,11 +6,12 @@ A loss is `loss(logits (S, N), weights (S, N, T), runs) -> scalar`, the sum of e
 run's own loss; `runs` is the slice of the trained runs it is handed (a block's, a
 kernel tile's), for a loss with numbers of its own per run: a base run to compare
 with, a lam (`per_run`). The runs train in blocks of `AUTOGRAD_BLOCK`, which keep
-autograd's intermediates in cache and bound its memory as `train.train` does. The
-definition is
-autograd through the kind's `attend` (`reference_step`); a kind may bring a fast
-path (`loss_step` in its contract: window's fused kernel), which
-tests/test_debate_training.py checks against it.
+autograd's intermediates in cache and bound its memory as `train.train` does.
+
+The definition is autograd through the kind's `attend` (`reference_step`). A kind
+may bring a fast path (`loss_step` in its contract: window's fused kernel, the
+lesson's and posenc's hand-derived pooling), which tests/test_debate_training.py
+checks against it.
 """
 
 from __future__ import annotations

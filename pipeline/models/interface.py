@@ -105,7 +105,7 @@ def gradient_step(params: Params, inputs: torch.Tensor, labels: torch.Tensor):
 
 
 def loss_step(params: Params, inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
-    """The kind's fast step on a loss on the pooling (`train.loss_step`), or None."""
+    """The kind's fast step on a loss on the pooling (`debate.training.loss_step`), or None."""
     return kind(params.cfg.kind).loss_step(inputs, loss, fixed)
 
 

@@ -111,7 +111,7 @@ class Kind:
         return None
 
     def loss_step(self, inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
-        """A fast `train.descend` step on a loss on the pooling (`train.loss_step`), or
+        """A fast `train.descend` step on a loss on the pooling (`debate.training.loss_step`), or
         None: autograd through `attend`."""
         return None
 
