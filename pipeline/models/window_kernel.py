@@ -16,17 +16,19 @@ The model, per run, with x_{t-o} written X_o:
 
 with A = Wq^T Wk / sqrt(d_k), u_k and u_v the lesson's key and value directions,
 beta = Wv^T u_k and gamma = Wv^T u_v (`window.gradient_step` computes these and
-their part of the chain by hand). Backward, with g = dL/dcontext:
-dr_t = g alpha_t, dscore_t = dr_t (r_t - context), du_k = sum dscore x,
-du_v = sum dr x, dbeta = sum dscore z, dgamma = sum dr z, dz = beta dscore + gamma dr,
-da_o = dz . X_o, ds_o = a_o (da_o - sum_o' a_o' da_o'), dA = sum ds x X_o^T.
+their part of the chain by hand). Backward, from the pooling head's dr_t and
+dscore_t (`bce_head`, training's, with g = dL/dcontext: dr_t = g alpha_t,
+dscore_t = dr_t (r_t - context); `pooling_gradients.loss_head`, the debate's, any
+loss on the pooling): du_k = sum dscore x, du_v = sum dr x, dbeta = sum dscore z,
+dgamma = sum dr z, dz = beta dscore + gamma dr, da_o = dz . X_o,
+ds_o = a_o (da_o - sum_o' a_o' da_o'), dA = sum ds x X_o^T.
 
 The layer's weights are packed: position t keeps the slots of its keys
 j = t - min(w, t + 1) + 1 .. t only (`slot_starts`), 78 for w = T = 12 instead of
 144. Runs sit innermost, in tiles of `TILE`; threads take whole tiles. Training's
 step (`logits_and_gradients`) runs each tile's backward right after its forward.
-tests/test_models.py checks the logits and gradients against autograd through
-`window.attend`, the definition.
+tests/test_models.py and tests/test_debate_training.py check the logits and
+gradients against autograd through `window.attend`, the definition.
 numba caches the compiled loops next to this file (`cache=True`): the first use
 after an install compiles them, once, in about 3 s.
 """
