@@ -12,7 +12,12 @@ from pipeline.config import ModelConfig
 from pipeline.debate.consistent import consistency_loss
 from pipeline.debate.deception import deception_penalty, train_deceptive
 from pipeline.debate.fixed_attention import step_weights, uniform_weights
-from pipeline.debate.training import loss_step, reference_step, train_on_loss
+from pipeline.debate.training import (
+    each_run_weights,
+    loss_step,
+    reference_step,
+    train_on_loss,
+)
 from pipeline.models import interface
 from pipeline.models.parameters import cat_runs, to_flat
 from pipeline.models.pooling import probability
@@ -58,7 +63,7 @@ def losses(cfg: ModelConfig, runs: int = RUNS) -> dict:
     return {
         "deceptive": (deceptive, None),
         "consistent": (consistent, None),
-        "uniform": (bce, uniform_weights(EXAMPLES, STEPS)),
+        "uniform": (bce, each_run_weights(uniform_weights(EXAMPLES, STEPS), runs)),
         "frozen": (bce, step_weights(base, inputs)),
     }
 

@@ -194,7 +194,8 @@ def trainings(
         job = partial(train_deceptive, starts, inputs, labels, rationale, lams, epochs, lr, False)
         jobs.append(([("deceptive", lam) for lam in deceptive], job))
     frozen = step_weights(learned, inputs)  # (S, N, H, T)
-    fixed = torch.cat([torch.full_like(frozen, 1 / cfg.data.steps), frozen])  # uniform, frozen
+    uniform = uniform_weights(len(labels), cfg.data.steps).to(frozen).expand_as(frozen)
+    fixed = torch.cat([uniform, frozen])
     job = partial(train_fixed, cat_runs([start, start]), inputs, labels, fixed, epochs, lr)
     jobs.append(([("uniform", 0.0), ("frozen", 0.0)], job))
     return jobs
@@ -228,7 +229,7 @@ def fixed_numbers(
     beside the learned model's."""
     held, held_labels = heldout
     (uniform, _), (frozen, _) = trained["uniform", 0.0], trained["frozen", 0.0]
-    held_uniform = uniform_weights(held.shape[0], cfg.data.steps, held.dtype)
+    held_uniform = uniform_weights(held.shape[0], cfg.data.steps).to(held)
     accuracies = {
         "learned": accuracy(interface.forward(learned, held)[0], held_labels),
         "uniform": accuracy(fixed_logits(uniform, held, held_uniform), held_labels),

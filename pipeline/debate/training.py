@@ -32,8 +32,8 @@ Loss = Callable[[torch.Tensor, torch.Tensor, slice], torch.Tensor]
 
 
 def reference_step(inputs: torch.Tensor, loss: Loss, fixed: torch.Tensor | None = None):
-    """`descend`'s step by autograd through `attend`. With `fixed` weights (broadcasting
-    against (S, N, H, T)) in place of the pooling's, the loss reads those, and the
+    """`descend`'s step by autograd through `attend`. With `fixed` weights (S, N, H or
+    1, T: `each_run_weights`) in place of the pooling's, the loss reads those, and the
     parameters the pooling's weights alone depend on (the keys and the query) get a
     zero gradient."""
 
@@ -61,6 +61,13 @@ def loss_step(params: Params, inputs: torch.Tensor, loss: Loss, fixed=None, refe
     return fast or reference_step(inputs, loss, fixed)
 
 
+def each_run_weights(weights: torch.Tensor, runs: int) -> torch.Tensor:
+    """Fixed pooling weights broadcasting against (S, N, H, T), as one (N, H or 1, T)
+    slab per run (a view): what a step's `fixed` holds, sliced as its runs are."""
+    weights = weights if weights.dim() == 4 else weights[None]
+    return weights.expand(runs, *weights.shape[1:])
+
+
 def per_run(value: float | torch.Tensor, runs: slice) -> float | torch.Tensor:
     """A loss's setting for `runs`: one number for every run, or one per run (S,)."""
     return value[runs] if isinstance(value, torch.Tensor) else value
@@ -78,18 +85,17 @@ def train_on_loss(
     reference: bool = False,
 ) -> tuple[Params, History]:
     """`epochs` gradient steps of every run on `loss` (`labels` feed the history's BCE
-    and accuracy), `fixed` weights (S or 1, N, H, T, or (N, H, T) for every run) in
-    place of the pooling's. With `check`, a run that reached NaN or inf raises
-    DivergenceError, as in `train.train`; without, the caller looks at
-    `train.finite_runs`."""
+    and accuracy), `fixed` weights (broadcasting against (S, N, H, T)) in place of the
+    pooling's. With `check`, a run that reached NaN or inf raises DivergenceError, as
+    in `train.train`; without, the caller looks at `train.finite_runs`."""
+    if fixed is not None:
+        fixed = each_run_weights(fixed, params.runs)
 
     def block(start: int, part: Params) -> tuple[Params, History]:
         def block_loss(logits: torch.Tensor, weights: torch.Tensor, runs: slice) -> torch.Tensor:
             return loss(logits, weights, slice(start + runs.start, start + runs.stop))
 
-        mine = fixed
-        if fixed is not None and fixed.dim() == 4 and fixed.shape[0] > 1:
-            mine = fixed[start : start + part.runs]
+        mine = None if fixed is None else fixed[start : start + part.runs]
         step = loss_step(part, inputs, block_loss, mine, reference)
         return descend(part, step, labels, epochs, lr)
 

@@ -203,7 +203,7 @@ def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
     """A fast step on any loss on the pooling (pipeline/debate/training.py): the
     pooling's hand-derived chain (pipeline/models/pooling_gradients.py, no offsets),
     the loss's own part by autograd on the pooling's numbers alone."""
-    head_loss = one_head(loss_head(loss, one_head_weights(fixed, inputs)))
+    head_loss = one_head(loss_head(loss, one_head_weights(fixed)))
     no_offsets = inputs.new_zeros(inputs.shape[1], 1, inputs.shape[2])  # (T, 1, C)
 
     def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:

@@ -105,7 +105,7 @@ def loss_head(loss, fixed: torch.Tensor | None = None):
     logits (R, N), weights (R, N, T), runs) -> scalar`, the sum of each run's own
     (`runs`: the slice of the step's runs these are), and its gradients w.r.t. the
     logits, readouts and scores by torch autograd over these (N, T, R) numbers only.
-    With `fixed` (S or 1, N, T: `one_head_weights`), those weights stand in for
+    With `fixed` (S, N, T: `one_head_weights`), those weights stand in for
     softmax_t(score), which then gets no gradient."""
 
     def head(scores: torch.Tensor, readouts: torch.Tensor, bias: torch.Tensor, runs: slice):
@@ -116,7 +116,7 @@ def loss_head(loss, fixed: torch.Tensor | None = None):
                 weights = torch.softmax(scores.requires_grad_(True), 1)
                 wrt.append(scores)
             else:
-                weights = (fixed[runs] if fixed.shape[0] > 1 else fixed).permute(1, 2, 0)
+                weights = fixed[runs].permute(1, 2, 0)
             logits = (weights * readouts).sum(1) + bias
             value = loss(logits.T, weights.permute(2, 0, 1), runs)
             dlogit, dreadout, *dscore = torch.autograd.grad(value, [logits, *wrt])
@@ -136,7 +136,7 @@ def one_head(head):
     return head_loss
 
 
-def one_head_weights(fixed: torch.Tensor | None, inputs: torch.Tensor) -> torch.Tensor | None:
-    """Fixed weights of one head, (S or 1, N, 1, T) or (N, 1, T), as `loss_head`
-    takes them: (S or 1, N, T)."""
-    return None if fixed is None else fixed.squeeze(-2).reshape(-1, *inputs.shape[:2])
+def one_head_weights(fixed: torch.Tensor | None) -> torch.Tensor | None:
+    """Fixed weights of one head, (S, N, 1, T) (`debate.training.each_run_weights`), as
+    `loss_head` takes them: (S, N, T)."""
+    return None if fixed is None else fixed.squeeze(-2)

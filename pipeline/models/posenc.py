@@ -84,7 +84,7 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
 
 def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
     """The same on any loss on the pooling (pipeline/debate/training.py)."""
-    return pooling_step(inputs, one_head(loss_head(loss, one_head_weights(fixed, inputs))))
+    return pooling_step(inputs, one_head(loss_head(loss, one_head_weights(fixed))))
 
 
 def pooling_step(inputs: torch.Tensor, head_loss):

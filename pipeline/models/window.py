@@ -162,7 +162,7 @@ def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
     the CPU."""
     if training_block(inputs) is None:
         return None
-    return kernel_step(inputs, loss_head(loss, one_head_weights(fixed, inputs)))
+    return kernel_step(inputs, loss_head(loss, one_head_weights(fixed)))
 
 
 def kernel_step(inputs: torch.Tensor, head):
