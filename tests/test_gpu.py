@@ -1,8 +1,9 @@
 """The CUDA path (`train.device: cuda`, float64) against the CPU.
 
 Marked `gpu` and skipped only where CUDA is absent: CI has no GPU, so these run
-through scripts/gpu_check.sh on a machine that has one (docs/speed.md has its
-last output).
+through scripts/gpu_check.sh on a machine that has one (docs/testing.md has its
+last output). Every computing stage's run() on a small config writes the CPU's
+bytes (tests/stage_runs.py, the stages the CPU-only device guard also runs).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pipeline.config import compose, validate
 from pipeline.models import frames, interface, train
 from pipeline.stages import evaluate, generate
 from pipeline.stages import train as train_stage
+from tests import stage_runs
 from tests.conftest import assert_golden
 
 pytestmark = [
@@ -61,3 +63,23 @@ def test_every_model_forward_and_one_epoch_on_the_gpu_match_the_cpu(kind):
         results[device] = [logits, weights, history.loss, *trained.tensors()]
     for on_cpu, on_gpu in zip(results["cpu"], results["cuda"], strict=True):
         torch.testing.assert_close(on_gpu.cpu(), on_cpu, rtol=1e-10, atol=1e-12)
+
+
+@pytest.fixture(scope="module")
+def outputs() -> dict[str, tuple[dict[str, bytes], dict[str, bytes]]]:
+    """Per group of stages: (the CPU's outputs, cuda's), computed once."""
+    return {}
+
+
+@pytest.mark.parametrize(
+    "group, name",
+    [(group, name) for group, names in stage_runs.NAMES.items() for name in names],
+    ids=[name.replace(" ", "-") for names in stage_runs.NAMES.values() for name in names],
+)
+def test_each_stage_on_the_gpu_writes_the_cpu_s_bytes(group, name, outputs):
+    if group not in outputs:
+        outputs[group] = tuple(
+            stage_runs.GROUPS[group](stage_runs.small_config(device)) for device in ("cpu", "cuda")
+        )
+    on_cpu, on_gpu = outputs[group]
+    assert on_gpu[name] == on_cpu[name], f"{name}: other bytes on the GPU"

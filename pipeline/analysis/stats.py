@@ -15,12 +15,19 @@ QUANTILES = {"median": 0.5, "q05": 0.05, "q95": 0.95}
 GAP_TOLERANCE = ties.tolerance(1.0)
 
 
+def on_host(values: torch.Tensor) -> torch.Tensor:
+    """`values` on the CPU in float64. Every summary here is computed there, whatever
+    device trained the runs: a few numbers per seed, the bootstrap's counts come
+    from a CPU generator, and the CPU's reductions give every machine's bytes."""
+    return values.detach().to("cpu", torch.float64)
+
+
 def describe(values: torch.Tensor) -> dict[str, float]:
     """mean, population std, min, max, median, q05, q95 of a 1-D tensor.
 
     Quantiles interpolate linearly between order statistics (numpy's default).
     """
-    values = values.to(torch.float64)
+    values = on_host(values)
     numbers = {
         "mean": values.mean(),
         "std": values.std(correction=0),
@@ -51,13 +58,14 @@ def multi_bootstrap_means(
     matmul per axis instead of a Python loop over resamples.
     """
     seeds, examples = values.shape
-    per_seed = values.to(torch.float64) @ example_counts.T  # (S, B)
+    per_seed = on_host(values) @ example_counts.T  # (S, B)
     return (per_seed * seed_counts.T).sum(0) / (seeds * examples)
 
 
 def interval(statistics: torch.Tensor, level: float = 0.95) -> tuple[float, float]:
     """The percentile interval of bootstrap statistics."""
     tail = (1 - level) / 2
+    statistics = on_host(statistics)
     bounds = torch.quantile(statistics, torch.tensor([tail, 1 - tail], dtype=statistics.dtype))
     return float(bounds[0]), float(bounds[1])
 
@@ -70,7 +78,7 @@ def pair_gap(accuracy: torch.Tensor, observed: float) -> dict[str, float]:
     a_{n-1}, the gaps to a_j from below sum to j a_j - (a_0 + ... + a_{j-1}), and
     the partners far enough below a_j are a searchsorted away.
     """
-    ordered, _ = torch.sort(accuracy.to(torch.float64))
+    ordered, _ = torch.sort(on_host(accuracy))
     count = ordered.numel()
     below = torch.arange(count, dtype=torch.float64)
     gap_sum = (below * ordered - (ordered.cumsum(0) - ordered)).sum()
@@ -87,7 +95,7 @@ def pair_gap(accuracy: torch.Tensor, observed: float) -> dict[str, float]:
 def pair_gap_counts(accuracy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """The distribution of |acc_i - acc_j| over all unordered pairs of distinct
     seeds, as (gaps, pair counts), from the counts of each distinct accuracy."""
-    values, counts = torch.unique(accuracy.to(torch.float64), return_counts=True)
+    values, counts = torch.unique(on_host(accuracy), return_counts=True)
     counts = counts.to(torch.float64)
     gaps = (values[:, None] - values[None, :]).abs()
     pairs = torch.outer(counts, counts).triu(1)
@@ -99,4 +107,4 @@ def pair_gap_counts(accuracy: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]
 
 def share_strictly_below(values: torch.Tensor, value: float) -> float:
     """Share of `values` strictly below `value` (the lesson seeds' percentile)."""
-    return float((values < value - GAP_TOLERANCE).to(torch.float64).mean())
+    return float((on_host(values) < value - GAP_TOLERANCE).to(torch.float64).mean())

@@ -51,7 +51,7 @@ EXPLAINERS_ASKED = ("attention", "loo", "gradient", "integrated_gradients")
 def seed_summary(per_seed: torch.Tensor, cfg: Config) -> dict:
     """A per-seed number (S,) over seeds: its spread and the 95% bootstrap interval of
     its mean (study.bootstrap resamples of the seeds, from study.bootstrap_seed)."""
-    per_seed = per_seed.to(torch.float64)
+    per_seed = stats.on_host(per_seed)
     generator = torch.Generator().manual_seed(cfg.study.bootstrap_seed)
     counts = stats.resample_counts(len(per_seed), cfg.study.bootstrap, generator)
     means = counts @ per_seed / len(per_seed)
@@ -101,7 +101,7 @@ def permutation_numbers(params: Params, inputs: torch.Tensor, cfg: Config) -> di
     settings = cfg.debate
     orders = permutation_orders(
         inputs.shape[0], settings.permutations, cfg.data.steps, settings.permutation_seed
-    )
+    ).to(inputs.device)  # drawn on the CPU: the same orders on every device
 
     def changes(part: Params) -> tuple[torch.Tensor, torch.Tensor]:
         terms = pooling_terms(part, inputs)

@@ -19,7 +19,8 @@ import torch.nn.functional as F
 
 from pipeline import ties
 from pipeline.config import TrainConfig
-from pipeline.errors import ConfigError, DivergenceError
+from pipeline.device import resolve_device
+from pipeline.errors import DivergenceError
 from pipeline.models import interface
 from pipeline.models.parameters import Params, cat_runs, to_flat
 from pipeline.models.pooling import probability
@@ -32,17 +33,6 @@ from pipeline.processes import keep_freed_memory
 class History:
     loss: torch.Tensor  # (epochs, S), before each epoch's update
     accuracy: torch.Tensor  # (epochs, S)
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError(
-            "invalid config value train.device='cuda': CUDA is not available here; "
-            "allowed: auto, cpu"
-        )
-    return torch.device(name)
 
 
 def device_and_dtype(cfg: TrainConfig) -> tuple[torch.device, torch.dtype]:

@@ -55,7 +55,7 @@ def job_tags() -> dict[str, str]:
 def run_tags(cfg: Config) -> dict[str, str]:
     """A job's parent-run tags: git commit, torch and device, its place in the sweep."""
     # torch: `pipeline history` reads JOB_FILE only
-    from pipeline.models.train import resolve_device
+    from pipeline.device import resolve_device
 
     device = resolve_device(cfg.train.device).type
     return {

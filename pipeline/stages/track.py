@@ -23,11 +23,15 @@ from pipeline.stages import entry
 
 
 def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
+    # The device train.device resolves to here: no output file names it, since the
+    # outputs are the same bytes on every device (docs/pipeline.md).
+    from pipeline.device import resolve_device
+
     curves = read_csv(cfg.paths.training_curves)
     tags = {
         **tracking.git_tags(root),
         **tracking.lock_hashes(root / "dvc.lock", cfg),
-        **tracking.environment_tags(read_parquet(cfg.paths.parameters)["device"].iloc[0]),
+        **tracking.environment_tags(resolve_device(cfg.train.device).type),
     }
     candidates = [
         cfg.paths.metrics,

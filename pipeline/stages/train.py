@@ -11,7 +11,7 @@ from pipeline.files import read_parquet, write_csv, write_parquet
 from pipeline.memory import check_memory
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
-from pipeline.models.train import History, device_and_dtype, resolve_device, train
+from pipeline.models.train import History, device_and_dtype, train
 from pipeline.stages import entry
 
 
@@ -44,7 +44,6 @@ def main() -> None:
     provenance.verify_inputs(cfg, "train")
     params, history = run(cfg, read_parquet(cfg.paths.sequences))
     table = frames.params_to_frame(params, cfg.train.seeds, cfg.model, cfg.data.steps)
-    table["device"] = resolve_device(cfg.train.device).type  # what track records
     with provenance.publishing(cfg, "train"):
         write_parquet(cfg.paths.parameters, table)
         write_csv(cfg.paths.training_curves, curves_frame(history, cfg.train.seeds))

@@ -1,0 +1,129 @@
+"""Every computing stage's `run()` on a small config, as the bytes it would write.
+
+Shared by the device-guard tests (tests/test_device_guard.py: `train.device=cuda`
+on a simulated device, CPU-only) and the GPU tier (tests/test_gpu.py: real CUDA):
+each stage on the device against the same stage on the CPU. A stage's outputs are
+rendered as its writers render them (`files.write_json`'s rounding and JSON,
+`files.parquet_bytes`), so "equal" means the bytes a repro would commit.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pandas as pd
+
+from pipeline.config import Config, compose, validate
+from pipeline.files import parquet_bytes
+from pipeline.precision import rounded
+from tests.conftest import small_overrides
+
+# Small enough for the fast tier, one grid cell per model kind, every debate cell.
+OVERRIDES = [
+    *small_overrides(),
+    "study.seeds=3",
+    "grid.seeds=2",
+    "grid.epochs=10",
+    "debate.seeds=3",
+    "debate.permutations=3",
+    "faithfulness.sanity_seeds=2",
+]
+GRID_CELLS = [
+    ("rise", "lesson"),
+    ("two_patterns", "sink"),
+    ("two_patterns", "multihead2"),
+    ("first_half", "posenc_learned"),
+    ("rise", "window2"),
+]
+DEBATE_CELLS = [
+    ("lesson", "lesson"),
+    ("lesson", "window3"),
+    ("first_half", "posenc_learned"),
+    ("rise", "window2"),
+]
+
+
+def small_config(device: str) -> Config:
+    return validate(compose([*OVERRIDES, f"train.device={device}"]))
+
+
+def as_json(document: dict) -> bytes:
+    return json.dumps(rounded(document), indent=2).encode()
+
+
+def _read_back(document: dict) -> dict:
+    """A document as the next stage reads it: from the JSON its stage wrote."""
+    return json.loads(as_json(document))
+
+
+def _as_read(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.read_parquet(io.BytesIO(parquet_bytes(frame)))
+
+
+def lesson_stages(cfg: Config) -> dict[str, bytes]:
+    """generate, train, evaluate, study, faithfulness and report, each on the one before."""
+    from pipeline.analysis import seed_study
+    from pipeline.models import frames
+    from pipeline.stages import evaluate, faithfulness, generate, report, train
+
+    frame, summary = generate.run(cfg)
+    params, history = train.run(cfg, frame)
+    lesson = frames.params_to_frame(params, cfg.train.seeds, cfg.model, cfg.data.steps)
+    curves = train.curves_frame(history, list(cfg.train.seeds))
+    document, steps = evaluate.run(cfg, frame, summary, params)
+    study, study_summary = seed_study.run(cfg, frame)
+    battery, battery_seeds, battery_summary = faithfulness.run(cfg, frame, lesson, study)
+    markdown, pngs, weights = report.run(
+        cfg,
+        _read_back(document),
+        _as_read(steps),
+        _as_read(curves),
+        (_read_back(study_summary), _as_read(study)),
+        (_read_back(battery), _read_back(battery_summary), _as_read(battery_seeds)),
+    )
+    return {
+        "train": parquet_bytes(lesson) + parquet_bytes(curves),
+        "evaluate": as_json(document) + parquet_bytes(steps),
+        "study": parquet_bytes(study) + as_json(study_summary),
+        "faithfulness": as_json(battery) + parquet_bytes(battery_seeds) + as_json(battery_summary),
+        "report": markdown.encode() + b"".join(pngs.values()) + parquet_bytes(weights),
+    }
+
+
+def grid_cells(cfg: Config) -> dict[str, bytes]:
+    """One grid cell of each model kind, and next_lesson's figures and section from them."""
+    from pipeline.analysis import grid
+    from pipeline.reporting.figures import next_lesson_figures
+    from pipeline.reporting.next_lesson import experiments, next_lesson_section
+
+    documents = {f"grid {t}-{v}": grid.run_cell(cfg, t, v) for t, v in GRID_CELLS}
+    read = [_read_back(document) for document in documents.values()]
+    pngs = next_lesson_figures(*experiments(read))
+    section = next_lesson_section(read, sorted(pngs))
+    return {
+        **{name: as_json(document) for name, document in documents.items()},
+        "next_lesson": section.encode() + b"".join(pngs.values()),
+    }
+
+
+def debate_cells(cfg: Config) -> dict[str, bytes]:
+    """Every debate cell, and debate_figures' figures from them."""
+    from pipeline.debate.cell import run_cell
+    from pipeline.reporting.figures import debate_figures
+
+    documents = {f"debate {t}-{v}": run_cell(cfg, t, v) for t, v in DEBATE_CELLS}
+    pngs = debate_figures([_read_back(document) for document in documents.values()])
+    return {
+        **{name: as_json(document) for name, document in documents.items()},
+        "debate_figures": b"".join(pngs.values()),
+    }
+
+
+# Each computing stage's outputs, by the id its test takes.
+GROUPS = {"lesson": lesson_stages, "grid": grid_cells, "debate": debate_cells}
+NAMES = {
+    "lesson": ["train", "evaluate", "study", "faithfulness", "report"],
+    "grid": [*(f"grid {t}-{v}" for t, v in GRID_CELLS), "next_lesson"],
+    "debate": [*(f"debate {t}-{v}" for t, v in DEBATE_CELLS), "debate_figures"],
+}
