@@ -46,7 +46,9 @@ def environment() -> dict[str, str]:
     record = {name.lower(): os.environ.get(name, "") for name in PINNED}
     from importlib import metadata  # not at start-up: pipeline/__init__ imports this module
 
-    record["torch"] = metadata.version("torch")  # installed, whether the stage loads it
+    # The release, installed whether or not the stage loads it; not the build tag
+    # (+cpu, +cu130): a CPU or CUDA build of one release gives the same bytes.
+    record["torch"] = metadata.version("torch").split("+")[0]
     torch = sys.modules.get("torch")
     if torch is not None:  # the kernel level torch actually took (lower where a CPU lacks AVX2)
         record["aten_cpu_capability"] = torch.backends.cpu.get_cpu_capability().lower()

@@ -1,32 +1,72 @@
 #!/usr/bin/env bash
-# The GPU tier and the GPU benchmark, from a fresh checkout on a machine with CUDA:
+# The GPU tier, from a checkout on a machine with CUDA (docs/testing.md):
 #
 #   bash scripts/gpu_check.sh 2>&1 | tee gpu-check.log
 #
 # Installs into .venv-gpu. Where python3 already has a CUDA build of torch (a GPU
-# image), the venv sees it and installs the rest of the lock beside it; elsewhere
-# it installs requirements-torch.txt, PyPI's CUDA build. Then the tests marked
-# `gpu` (tests/test_gpu.py: the golden numbers on cuda, a 1000-seed study and
-# every model against the CPU) and benchmarks/bench_gpu.py. CI never runs this:
-# CI has no GPU. docs/speed.md keeps the last output.
+# image), that torch stays: the venv reads python3's site-packages after its own,
+# and installs the lock (requirements.lock, the main job's pins, hashes checked)
+# beside it; elsewhere it installs requirements-torch.txt, PyPI's CUDA build. Then:
+# the tests marked `gpu` (tests/test_gpu.py: the golden numbers
+# on cuda, a 1000-seed study, every model, every stage's bytes against the CPU),
+# `dvc repro --force` with train.device auto and `git status` (REPRO=0 skips it),
+# and benchmarks/bench_gpu.py (BENCH=0 skips it). CI never runs this: it has no GPU.
+#
+# Offline (a cluster node that reaches no package index), from a wheel folder made
+# beforehand on a machine that has one, for the node's Python:
+#
+#   pip download --no-deps --require-hashes -r requirements.lock -d wheels \
+#       --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ...
+#   WHEELS=wheels bash scripts/gpu_check.sh
+#
+# KEEP_INSTALLED=1 also keeps every package the machine's python has at another
+# version than the lock's (named on stderr), so the folder needs only what it lacks.
+# The outputs' bytes are promised with the lock's versions only (docs/pipeline.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$SECONDS
+source=()
+[ -n "${WHEELS:-}" ] && source=(--no-index --find-links "$WHEELS")
 
+python3 -m venv --clear .venv-gpu
 if python3 -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
-    python3 -m venv --system-site-packages .venv-gpu
+    machine=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    venv=$(.venv-gpu/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+    echo "$machine" >"$venv/machine-site-packages.pth"  # after the venv's own packages
     . .venv-gpu/bin/activate
 else
-    python3 -m venv .venv-gpu
     . .venv-gpu/bin/activate
-    python -m pip install -q -r requirements-torch.txt
+    python -m pip install -q "${source[@]}" -r requirements-torch.txt
 fi
-# The lock without torch's own pins: the machine's CUDA torch stays.
-python -m pip install -q --require-hashes --no-deps -r requirements-dev.lock
-python -m pip install -q --no-deps --no-build-isolation -e .
+requirements=requirements.lock
+if [ -n "${KEEP_INSTALLED:-}" ]; then
+    requirements=.venv-gpu/requirements-missing.txt
+    python scripts/lock_subset.py requirements.lock --missing >"$requirements"
+fi
+# No build isolation: an sdist in the lock (antlr4-python3-runtime) builds with the
+# setuptools at hand, which an offline node cannot fetch into an isolated build.
+[ -s "$requirements" ] && python -m pip install -q "${source[@]}" --require-hashes --no-deps \
+    --no-build-isolation -r "$requirements"
+python -c 'import pytest' 2>/dev/null || {
+    python scripts/lock_subset.py requirements-dev.lock --only pytest pluggy iniconfig \
+        >.venv-gpu/requirements-pytest.txt
+    python -m pip install -q "${source[@]}" --require-hashes --no-deps \
+        -r .venv-gpu/requirements-pytest.txt
+}
+export PYTHONPATH=$PWD  # the checkout's package, no build step
 python -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
 echo "install: $((SECONDS - start)) s"
 
-python -m pytest -m gpu -p no:cacheprovider -rA tests/test_gpu.py
-python benchmarks/bench_gpu.py
+# One process (no xdist): the GPU is one device.
+python -m pytest -o addopts="" -p no:cacheprovider -rA -q tests/test_gpu.py
+echo "tier: $((SECONDS - start)) s"
+
+if [ "${REPRO:-1}" != 0 ]; then
+    tick=$SECONDS
+    dvc repro --force
+    echo "dvc repro --force (train.device $(python -c 'import yaml; print(yaml.safe_load(open("params.yaml"))["train"]["device"])')): $((SECONDS - tick)) s"
+    git status --porcelain --untracked-files=no
+    git diff --quiet && echo "git status: clean (every committed output byte for byte)"
+fi
+[ "${BENCH:-1}" != 0 ] && python benchmarks/bench_gpu.py
 echo "total: $((SECONDS - start)) s"

@@ -97,7 +97,7 @@ def train_on_loss(
 
         mine = None if fixed is None else fixed[start : start + part.runs]
         step = loss_step(part, inputs, block_loss, mine, reference)
-        return descend(part, step, labels, epochs, lr)
+        return descend(part, step, labels, epochs, lr, settled=True)
 
     jobs = [partial(block, start, part) for start, part in params.blocks(AUTOGRAD_BLOCK)]
     params, history = joined(run_jobs(jobs, threads=1))

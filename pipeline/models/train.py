@@ -90,10 +90,12 @@ def train(
 
 
 def descend(
-    params: Params, step, labels: torch.Tensor, epochs: int, lr: float
+    params: Params, step, labels: torch.Tensor, epochs: int, lr: float, settled: bool = False
 ) -> tuple[Params, History]:
     """`epochs` gradient steps: step(params) -> (logits (S, N), gradients in `tensors()`
-    order); the loss and accuracy are recorded before each update."""
+    order); the loss and accuracy are recorded before each update. `settled`: every
+    step's parameters at the written precision, for a loss whose steps amplify a last
+    bit (the debate's adversaries: docs/pipeline.md, "Bytes on any machine")."""
     loss = torch.empty(epochs, params.runs, dtype=labels.dtype, device=labels.device)
     acc = torch.empty_like(loss)
     for epoch in range(epochs):
@@ -102,7 +104,7 @@ def descend(
         loss[epoch] = mean_bce(logits, labels)
         acc[epoch] = accuracy(logits, labels)
         steps = [p - lr * g for p, g in zip(params.tensors(), gradients, strict=True)]
-        params = params.with_tensors(steps)
+        params = params.with_tensors([settle(t) for t in steps] if settled else steps)
     return params, History(loss, acc)
 
 

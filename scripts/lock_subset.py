@@ -1,0 +1,63 @@
+"""A requirements lock with some of its packages left out, hashes kept.
+
+    python scripts/lock_subset.py requirements.lock --missing > left.txt
+    python scripts/lock_subset.py requirements-dev.lock --only pytest pluggy iniconfig
+
+--missing keeps only what this python lacks at any version (a GPU image's own
+numpy, pandas and torch stay; scripts/gpu_check.sh's KEEP_INSTALLED=1); --only keeps
+the named packages. Each entry is a pin line and its indented hash lines, as uv
+writes them (scripts/lock.sh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from importlib.metadata import PackageNotFoundError, version
+
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+
+
+def entries(text: str) -> list[tuple[str, str]]:
+    """(canonical name, the entry's lines) for each pinned package."""
+    found: list[tuple[str, list[str]]] = []
+    for line in text.splitlines(keepends=True):
+        if line[:1].isalnum():
+            name = Requirement(line.split()[0].rstrip("\\")).name
+            found.append((canonicalize_name(name), [line]))
+        elif found and line.startswith(" ") and not line.lstrip().startswith("#"):
+            found[-1][1].append(line)
+    return [(name, "".join(lines)) for name, lines in found]
+
+
+def installed(name: str) -> str | None:
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("lock")
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--missing", action="store_true")
+    group.add_argument("--only", nargs="+", metavar="NAME")
+    args = parser.parse_args()
+    with open(args.lock) as lock:
+        pinned = entries(lock.read())
+    if args.only:
+        wanted = {canonicalize_name(name) for name in args.only}
+        sys.stdout.write("".join(entry for name, entry in pinned if name in wanted))
+        return
+    for name, entry in pinned:
+        have, pin = installed(name), entry.split("==", 1)[1].split()[0]
+        if have is None:
+            sys.stdout.write(entry)
+        elif have != pin:
+            print(f"keeping the machine's {name} {have} (the lock has {pin})", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
