@@ -240,3 +240,52 @@ def test_ctrl_c_leaves_no_ui_log_behind(tmp_path, monkeypatch, store):
         assert len(list(logs.glob("mlflow-ui-*.log"))) == 1  # while it serves
         raise KeyboardInterrupt  # Ctrl-C
     assert list(logs.glob("mlflow-ui-*.log")) == []
+
+
+def test_a_killed_pipeline_ui_leaves_no_mlflow_ui_serving(tmp_path, store):
+    """Issue 53, item 1: after `kill -9` of `python -m pipeline ui`, its `mlflow ui`
+    child served on. It now dies with its parent, as `pipeline server`'s children do."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.parse
+    import urllib.request
+
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.processes import descendants, process_start
+
+    MlflowClient(tracking_uri=store).create_experiment("test")
+    ui = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "ui", "--experiment", "test"],
+        env={**os.environ, "DVC_ROOT": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    children: list[tuple[int, str | None]] = []
+    try:
+        first = ui.stdout.readline()
+        assert first.startswith(f"MLflow UI at http://{UI_HOST}:"), first + ui.stderr.read()
+        port = urllib.parse.urlsplit(ui.stdout.readline().strip()).port
+        health = f"http://127.0.0.1:{port}/health"
+        children = [(pid, process_start(pid)) for pid in descendants(ui.pid)]
+        assert children  # mlflow ui and its uvicorn
+        ui.send_signal(signal.SIGKILL)
+        ui.wait(timeout=30)
+        alive = children
+        for _ in range(200):  # polled, up to 20 s: not a measure of speed
+            alive = [(pid, start) for pid, start in children if process_start(pid) == start]
+            if not alive:
+                break
+            time.sleep(0.1)
+        assert alive == []
+        with pytest.raises(OSError):
+            urllib.request.urlopen(health, timeout=5)
+    finally:
+        kill_group(ui)
+        for pid, start in children:  # the old code's survivors, in sessions of their own
+            if process_start(pid) == start:
+                os.kill(pid, signal.SIGKILL)

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.processes import start_server_child
 from pipeline.tracking.auth import APP_NAME, Login
 from pipeline.tracking.loopback import check_port_free, free_port, stop_on_signals, wait_serving
 
@@ -58,9 +59,9 @@ def mlflow_ui(
     # No GenAI job consumers: the pipeline has none, and they outlive the UI.
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **login.server_env()}
     with os.fdopen(fd, "wb") as sink:
-        server = subprocess.Popen(
-            command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True, env=env
-        )
+        # Stopped by SIGTERM (which it passes on to uvicorn) when this process dies,
+        # kill -9 included: a killed `pipeline ui` leaves nothing serving.
+        server = start_server_child(command, sink, signal.SIGTERM, env=env)
     try:
         # Probed by address: a system resolver need not know *.localhost names.
         wait_serving(f"http://127.0.0.1:{port}", server, log, START_TIMEOUT_S)

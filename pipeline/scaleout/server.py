@@ -39,7 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.processes import dies_with_this_process
+from pipeline.processes import start_server_child
 from pipeline.tracking.auth import APP_NAME, Login, login, write_secret
 from pipeline.tracking.loopback import (
     START_TIMEOUT_S,
@@ -102,18 +102,11 @@ def _run(args: list[str], what: str, **kwargs) -> str:
 
 
 def _start(command: list[str], log: Path, death_signal: int, **kwargs) -> subprocess.Popen:
-    """`command` writing to `log`, in a session of its own (Ctrl-C reaches this process
-    only, which stops MLflow before PostgreSQL), stopped by `death_signal` when this
-    process dies."""
-    with open(log, "ab") as sink:
-        return subprocess.Popen(
-            command,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=dies_with_this_process(death_signal),
-            **kwargs,
-        )
+    """`command` writing to `log` (made private: 0600), stopped in order by this
+    process, and by `death_signal` when it dies."""
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "ab") as sink:
+        return start_server_child(command, sink, death_signal, **kwargs)
 
 
 def _stop(process: subprocess.Popen, signum: int, group: bool = False, timeout: int = 20) -> None:
