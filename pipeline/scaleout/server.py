@@ -9,7 +9,9 @@ only the URL, no shared disk. Prints the URI to give jobs (tracking.uri=... or
 MLFLOW_TRACKING_URI) and runs until Ctrl-C, then stops both. DIR keeps the
 store between starts. For workers on other machines, start it with
 --host 0.0.0.0 and make DIR/artifacts durable (or point --artifacts-destination
-at an object store by editing the command this module runs).
+at an object store by editing the command this module runs). MLflow speaks plain
+HTTP: beyond loopback the admin password crosses the network base64-encoded on
+every request, so it warns, and a TLS-terminating proxy belongs in front.
 
 The MLflow server asks every request but /health for a login (MLflow's
 basic-auth app, pipeline/tracking/auth.py): user admin, the password in
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ipaddress
 import os
 import pwd
 import secrets
@@ -271,12 +274,35 @@ def server_login(root: Path) -> Login:
     return login(Path(root) / "auth")
 
 
+def beyond_loopback(host: str) -> bool:
+    """Whether a server bound to `host` answers other machines: any address but a
+    loopback one (0.0.0.0 and :: are every interface), any name but localhost."""
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        return host.lower() not in ("localhost", "localhost.")
+
+
+def plain_http_warning(host: str) -> str:
+    return (
+        f"warning: serving on {host}, beyond loopback, in plain HTTP: the admin password "
+        "crosses the network base64-encoded on every request; put a TLS-terminating "
+        "proxy (nginx, Caddy) in front, or keep the server on 127.0.0.1"
+    )
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path, help="where the store lives (kept between starts)")
     parser.add_argument("--port", type=int, default=5000)
-    parser.add_argument("--host", default="127.0.0.1", help="0.0.0.0 for workers elsewhere")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="0.0.0.0 for workers elsewhere (plain HTTP: put a TLS-terminating proxy in front)",
+    )
     args = parser.parse_args(argv)
+    if beyond_loopback(args.host):
+        print(plain_http_warning(args.host), file=sys.stderr, flush=True)
     try:
         with tracking_server(args.dir, args.port, args.host) as uri:
             owner = server_login(args.dir)
