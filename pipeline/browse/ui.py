@@ -95,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
     from pipeline.config import TrackingConfig
     from pipeline.tracking.auth import login
     from pipeline.tracking.store import experiment_id as find_experiment
-    from pipeline.tracking.store import store_root
+    from pipeline.tracking.store import keep_private, store_root
     from pipeline.tracking.view import GAP_VIEW, save_gap_view
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -106,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     store = store_root() / "mlflow.db"
     if not store.exists():
         sys.exit(f"error: no MLflow store at {store}: run `dvc repro` first")
+    keep_private(f"sqlite:///{store}")  # a store made before it was private
     try:
         experiment_id = find_experiment(f"sqlite:///{store}", args.experiment)
     except PipelineError as err:  # a corrupt or foreign file: one line, not 80
