@@ -289,3 +289,43 @@ def test_a_killed_pipeline_ui_leaves_no_mlflow_ui_serving(tmp_path, store):
         for pid, start in children:  # the old code's survivors, in sessions of their own
             if process_start(pid) == start:
                 os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    "planted", [".mlflow-auth", ".mlflow-auth/password", ".mlflow-auth/auth.ini.tmp"]
+)
+def test_a_login_folder_through_a_symbolic_link_is_refused_writing_nothing(
+    tmp_path, store_template, monkeypatch, planted
+):
+    """Issue 49, item 2: `ln -s /some/shared/dir .mlflow-auth; python -m pipeline ui`
+    wrote the password, the secret key and users.db into the link's target and made
+    it 0700. A link on the login folder's path, or on a file in it, is refused in one
+    line, as for `paths.*`, before anything is written."""
+    import shutil
+
+    from pipeline.browse import ui
+
+    project, shared = tmp_path / "project", tmp_path / "shared"
+    project.mkdir()
+    shared.mkdir()
+    shared.chmod(0o1777)
+    store = project / "mlflow.db"
+    shutil.copyfile(store_template, store)
+    store.chmod(0o644)  # as the old code left it: the refusal changes nothing
+    (project / LOGIN_FOLDER).mkdir(exist_ok=planted != LOGIN_FOLDER)
+    if planted == LOGIN_FOLDER:
+        (project / LOGIN_FOLDER).rmdir()
+    (project / planted).symlink_to(shared)
+    before = store.read_bytes()
+    monkeypatch.setenv("DVC_ROOT", str(project))
+    with pytest.raises(SystemExit) as exit_:
+        ui.main(["--experiment", "test"])
+    assert exit_.value.code == (
+        f"error: the login folder {project / LOGIN_FOLDER} must not pass through a symbolic "
+        f"link ({project / planted} is one): the password and keys are kept only in a real "
+        "folder; remove the link, and a new login is made"
+    )
+    assert list(shared.iterdir()) == [] and shared.stat().st_mode & 0o7777 == 0o1777
+    assert store.read_bytes() == before and store.stat().st_mode & 0o777 == 0o644
+    if planted != LOGIN_FOLDER:
+        assert [p.name for p in (project / LOGIN_FOLDER).iterdir()] == [Path(planted).name]

@@ -93,7 +93,7 @@ def runs_url(base: str, experiment_id: str, mode: str = "TABLE", view: str | Non
 
 def main(argv: list[str] | None = None) -> None:
     from pipeline.config import TrackingConfig
-    from pipeline.tracking.auth import login
+    from pipeline.tracking.auth import check_no_link, login
     from pipeline.tracking.store import experiment_id as find_experiment
     from pipeline.tracking.store import keep_private, store_root
     from pipeline.tracking.view import GAP_VIEW, save_gap_view
@@ -106,6 +106,10 @@ def main(argv: list[str] | None = None) -> None:
     store = store_root() / "mlflow.db"
     if not store.exists():
         sys.exit(f"error: no MLflow store at {store}: run `dvc repro` first")
+    try:
+        check_no_link(store.parent, LOGIN_FOLDER)  # before anything is written
+    except PipelineError as err:
+        sys.exit(f"error: {err}")
     keep_private(f"sqlite:///{store}")  # a store made before it was private
     try:
         experiment_id = find_experiment(f"sqlite:///{store}", args.experiment)
