@@ -22,6 +22,10 @@ MLFLOW_TRACKING_PASSWORD. PostgreSQL asks every connection for a password
 through its environment, never on a command line or in a log. A port in use is
 an error before anything starts. PostgreSQL and MLflow run as children that
 Linux stops when this process dies, even by SIGKILL.
+
+DIR must be the invoking user's alone (pipeline/scaleout/folder.py): no planted
+link, nothing in it that another user owns or may write; put it in your home or
+the project, never in a folder another user could have prepared.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from pathlib import Path
 
 from pipeline.errors import PipelineError
 from pipeline.processes import start_server_child
+from pipeline.scaleout.folder import check_server_folder
 from pipeline.tracking.auth import APP_NAME, Login, login, write_secret
 from pipeline.tracking.loopback import (
     START_TIMEOUT_S,
@@ -205,7 +210,7 @@ def postgres(root: Path, port: int) -> Iterator[str]:
     """PostgreSQL in root (created on first use) on 127.0.0.1:port while the block
     runs; yields the SQLAlchemy URI of its `mlflow` database, password included."""
     user = _as_postgres_user()
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=0o700, exist_ok=True)
     if user:
         check_reachable_by_others(root)
         shutil.chown(root, "postgres", "postgres")
@@ -259,14 +264,34 @@ def mlflow_server(root: Path, backend: str, host: str, port: int, owner: Login) 
 def tracking_server(root: Path, port: int | None = None, host: str = "127.0.0.1") -> Iterator[str]:
     """PostgreSQL and `mlflow server` while the block runs; yields the tracking URI.
     Its login is `server_login(root)`."""
+    check_server_folder(root, _cluster_owners())  # as given: before links resolve
     root = Path(root).resolve()
     port = port or free_port()
     check_port_free(host, port)  # before anything starts
+    _make_folder(root)
+    (root / "artifacts").mkdir(mode=0o700, exist_ok=True)  # before mlflow makes it
     with (
         postgres(root / "postgres", free_port()) as backend,
         mlflow_server(root, backend, host, port, server_login(root)) as uri,
     ):
         yield uri
+
+
+def _cluster_owners() -> frozenset[int]:
+    """Who may own the cluster's files besides this user: `postgres`, as root."""
+    if os.geteuid() != 0:
+        return frozenset()
+    try:
+        return frozenset({pwd.getpwnam("postgres").pw_uid})
+    except KeyError:
+        return frozenset()
+
+
+def _make_folder(folder: Path) -> None:
+    """`folder` and the missing folders above it, writable by this user alone whatever
+    the umask (the next start refuses a folder others may write)."""
+    for missing in reversed([f for f in (folder, *folder.parents) if not f.exists()]):
+        missing.mkdir(mode=0o755, exist_ok=True)
 
 
 def server_login(root: Path) -> Login:

@@ -144,6 +144,8 @@ def _login(folder: Path) -> Login:
             f"remove {folder} to make a new login"
         )
     found = Login(folder, ADMIN, _secret(folder / "password"), _secret(folder / "secret_key"))
+    if users.exists() and users.stat().st_mode & 0o077:
+        users.chmod(0o600)  # the auth app made it with the umask's mode
     ini = folder / "auth.ini"
     partial = ini.with_name(ini.name + ".tmp")
     partial.unlink(missing_ok=True)  # one a killed start left
