@@ -1,15 +1,18 @@
 """Linux process helpers, in one place: a process's /proc/PID/stat, the processes
-below one, the signal the kernel sends a child when its parent dies (prctl), and
-glibc's malloc settings. Each degrades to "unknown" (None, nothing) off Linux."""
+below one, the signal the kernel sends a child when its parent dies (prctl), the
+servers we start as such children, and glibc's malloc settings. Each degrades to
+"unknown" (None, nothing) off Linux."""
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
 import os
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 PR_SET_PDEATHSIG = 1  # prctl's option (linux/prctl.h)
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's mallopt parameters (malloc.h)
@@ -78,6 +81,23 @@ def dies_with_this_process(signum: int) -> Callable[[], None] | None:
             os.kill(os.getpid(), signum)
 
     return preexec
+
+
+def start_server_child(
+    command: list[str], output: IO[bytes], death_signal: int, **kwargs
+) -> subprocess.Popen:
+    """A server (`mlflow ui`, `mlflow server`, PostgreSQL) writing to `output`, in a
+    session of its own (Ctrl-C reaches this process only, which stops it in order),
+    sent `death_signal` when this process dies, even by SIGKILL: a killed
+    `pipeline ui` or `pipeline server` leaves nothing serving."""
+    return subprocess.Popen(
+        command,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=dies_with_this_process(death_signal),
+        **kwargs,
+    )
 
 
 def glibc() -> ctypes.CDLL | None:

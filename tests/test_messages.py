@@ -93,3 +93,36 @@ def test_ctrl_c_while_a_stage_imports_is_one_line(tmp_path):
     _, stderr = stage.communicate(timeout=60)
     assert stage.returncode == 130, stderr
     assert stderr.count("\n") == 1 and stderr.startswith("error: stopped by SIGINT"), stderr
+
+
+def test_pipeline_ui_on_another_user_s_login_folder_is_one_line(tmp_path, monkeypatch, store):
+    """Issue 49, item 8: a second local user's `python -m pipeline ui` on the project
+    ended in a 15-line traceback (PermissionError on .mlflow-auth, the owner's 0700
+    folder). Root passes any mode check, so the refusal is simulated in process."""
+    import errno
+    from pathlib import Path
+
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.browse import ui
+
+    MlflowClient(tracking_uri=store).create_experiment("test")
+    folder = tmp_path / ui.LOGIN_FOLDER
+    folder.mkdir(mode=0o700)
+    chmod = Path.chmod
+
+    def not_the_owner(path, mode, **kwargs):
+        if Path(path) == folder:  # chmod of another user's folder: EPERM
+            raise PermissionError(errno.EPERM, "Operation not permitted", str(path))
+        return chmod(path, mode, **kwargs)
+
+    monkeypatch.setattr(Path, "chmod", not_the_owner)
+    monkeypatch.setattr(ui, "stop_on_signals", lambda: None)  # pytest's handlers stay
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    with pytest.raises(SystemExit) as exit_:
+        ui.main(["--experiment", "test"])
+    assert exit_.value.code == (
+        f"error: cannot open the login in {folder}: Operation not permitted ({folder} belongs "
+        "to root): start it as that user, whose login it is; other users reach the runs "
+        "through a tracking server (python -m pipeline server)"
+    )

@@ -729,3 +729,41 @@ def test_a_folder_postgres_cannot_enter_is_one_line_with_the_way_out():
         assert f"`chmod o+x {private}`" in message and "\n" not in message
     finally:
         shutil.rmtree(base)
+
+
+@pytest.mark.parametrize(
+    ("host", "warned"),
+    [
+        ("0.0.0.0", True),
+        ("::", True),
+        ("192.168.1.5", True),
+        ("head-node", True),
+        ("127.0.0.1", False),
+        ("127.0.0.2", False),
+        ("::1", False),
+        ("localhost", False),
+    ],
+)
+def test_a_server_beyond_loopback_warns_that_the_password_crosses_in_plain_http(
+    host, warned, monkeypatch, capsys
+):
+    """Issue 53, item 3: `--host 0.0.0.0` keeps the login, but MLflow speaks plain HTTP.
+    One warning line before anything starts, with the remedy; none on loopback."""
+    from pipeline.scaleout import server
+
+    @contextlib.contextmanager
+    def refused(*_args, **_kwargs):
+        raise PipelineError("not started in this test")
+        yield
+
+    monkeypatch.setattr(server, "tracking_server", refused)
+    with pytest.raises(SystemExit) as exit_:
+        server.main(["store", "--host", host])
+    assert exit_.value.code == "error: not started in this test"
+    lines = capsys.readouterr().err.splitlines()
+    warning = (
+        f"warning: serving on {host}, beyond loopback, in plain HTTP: the admin password "
+        "crosses the network base64-encoded on every request; put a TLS-terminating proxy "
+        "(nginx, Caddy) in front, or keep the server on 127.0.0.1"
+    )
+    assert lines == ([warning] if warned else [])

@@ -787,3 +787,43 @@ def test_the_sanity_checks_reach_mlflow_as_one_mean_per_test_step_and_row():
         "grid/sanity/cascading/readout/attention": 0.25,
     }
     assert "sanity" in document["faithfulness"]  # the document itself is left as it was
+
+
+def private_modes(root: Path) -> dict[str, str]:
+    """The mode of every store file and artifact under `root` that another local user
+    could read or enter: group or other bits set."""
+    found = {}
+    for path in [root / "mlartifacts", *root.glob("mlflow.db*"), *root.rglob("mlartifacts/**/*")]:
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o077 or mode & 0o700 != (0o700 if path.is_dir() else 0o600):
+            found[str(path.relative_to(root))] = f"{mode:o}"
+    return found
+
+
+def test_the_store_and_its_artifacts_are_the_owner_s_alone_whatever_the_umask(
+    default_cfg, tmp_path
+):
+    """Issue 49, item 1: with umask 022, mlflow.db was 0644 and mlartifacts/ 0755:
+    any local user read every run with sqlite3, and the artifacts, whatever the
+    UI's login. The store's files are 0600 and its folders 0700; a store made
+    before is made so on its next log."""
+    import os
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    umask = os.umask(0o022)
+    try:
+        tracking.log_state(committed_state(default_cfg, uri))
+        assert (tmp_path / "mlflow.db").stat().st_mode & 0o777 == 0o600
+        assert (tmp_path / "mlflow.db.lock").stat().st_mode & 0o777 == 0o600
+        assert (tmp_path / "mlartifacts").stat().st_mode & 0o777 == 0o700
+        artifacts = [p for p in (tmp_path / "mlartifacts").rglob("*") if p.is_file()]
+        assert any(p.name == "metrics.json" for p in artifacts)
+        assert private_modes(tmp_path) == {}
+        for path in [tmp_path / "mlartifacts", *(tmp_path / "mlartifacts").rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)  # as the old code left them
+        for path in tmp_path.glob("mlflow.db*"):
+            path.chmod(0o644)
+        tracking.log_state(committed_state(default_cfg, uri))  # already logged: no new run
+        assert private_modes(tmp_path) == {}
+    finally:
+        os.umask(umask)

@@ -240,3 +240,92 @@ def test_ctrl_c_leaves_no_ui_log_behind(tmp_path, monkeypatch, store):
         assert len(list(logs.glob("mlflow-ui-*.log"))) == 1  # while it serves
         raise KeyboardInterrupt  # Ctrl-C
     assert list(logs.glob("mlflow-ui-*.log")) == []
+
+
+def test_a_killed_pipeline_ui_leaves_no_mlflow_ui_serving(tmp_path, store):
+    """Issue 53, item 1: after `kill -9` of `python -m pipeline ui`, its `mlflow ui`
+    child served on. It now dies with its parent, as `pipeline server`'s children do."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.parse
+    import urllib.request
+
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.processes import descendants, process_start
+
+    MlflowClient(tracking_uri=store).create_experiment("test")
+    ui = subprocess.Popen(
+        [sys.executable, "-m", "pipeline", "ui", "--experiment", "test"],
+        env={**os.environ, "DVC_ROOT": str(tmp_path)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    children: list[tuple[int, str | None]] = []
+    try:
+        first = ui.stdout.readline()
+        assert first.startswith(f"MLflow UI at http://{UI_HOST}:"), first + ui.stderr.read()
+        port = urllib.parse.urlsplit(ui.stdout.readline().strip()).port
+        health = f"http://127.0.0.1:{port}/health"
+        children = [(pid, process_start(pid)) for pid in descendants(ui.pid)]
+        assert children  # mlflow ui and its uvicorn
+        ui.send_signal(signal.SIGKILL)
+        ui.wait(timeout=30)
+        alive = children
+        for _ in range(200):  # polled, up to 20 s: not a measure of speed
+            alive = [(pid, start) for pid, start in children if process_start(pid) == start]
+            if not alive:
+                break
+            time.sleep(0.1)
+        assert alive == []
+        with pytest.raises(OSError):
+            urllib.request.urlopen(health, timeout=5)
+    finally:
+        kill_group(ui)
+        for pid, start in children:  # the old code's survivors, in sessions of their own
+            if process_start(pid) == start:
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize(
+    "planted", [".mlflow-auth", ".mlflow-auth/password", ".mlflow-auth/auth.ini.tmp"]
+)
+def test_a_login_folder_through_a_symbolic_link_is_refused_writing_nothing(
+    tmp_path, store_template, monkeypatch, planted
+):
+    """Issue 49, item 2: `ln -s /some/shared/dir .mlflow-auth; python -m pipeline ui`
+    wrote the password, the secret key and users.db into the link's target and made
+    it 0700. A link on the login folder's path, or on a file in it, is refused in one
+    line, as for `paths.*`, before anything is written."""
+    import shutil
+
+    from pipeline.browse import ui
+
+    project, shared = tmp_path / "project", tmp_path / "shared"
+    project.mkdir()
+    shared.mkdir()
+    shared.chmod(0o1777)
+    store = project / "mlflow.db"
+    shutil.copyfile(store_template, store)
+    store.chmod(0o644)  # as the old code left it: the refusal changes nothing
+    (project / LOGIN_FOLDER).mkdir(exist_ok=planted != LOGIN_FOLDER)
+    if planted == LOGIN_FOLDER:
+        (project / LOGIN_FOLDER).rmdir()
+    (project / planted).symlink_to(shared)
+    before = store.read_bytes()
+    monkeypatch.setenv("DVC_ROOT", str(project))
+    with pytest.raises(SystemExit) as exit_:
+        ui.main(["--experiment", "test"])
+    assert exit_.value.code == (
+        f"error: the login folder {project / LOGIN_FOLDER} must not pass through a symbolic "
+        f"link ({project / planted} is one): the password and keys are kept only in a real "
+        "folder; remove the link, and a new login is made"
+    )
+    assert list(shared.iterdir()) == [] and shared.stat().st_mode & 0o7777 == 0o1777
+    assert store.read_bytes() == before and store.stat().st_mode & 0o777 == 0o644
+    if planted != LOGIN_FOLDER:
+        assert [p.name for p in (project / LOGIN_FOLDER).iterdir()] == [Path(planted).name]

@@ -26,6 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.processes import start_server_child
 from pipeline.tracking.auth import APP_NAME, Login
 from pipeline.tracking.loopback import check_port_free, free_port, stop_on_signals, wait_serving
 
@@ -58,9 +59,9 @@ def mlflow_ui(
     # No GenAI job consumers: the pipeline has none, and they outlive the UI.
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **login.server_env()}
     with os.fdopen(fd, "wb") as sink:
-        server = subprocess.Popen(
-            command, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True, env=env
-        )
+        # Stopped by SIGTERM (which it passes on to uvicorn) when this process dies,
+        # kill -9 included: a killed `pipeline ui` leaves nothing serving.
+        server = start_server_child(command, sink, signal.SIGTERM, env=env)
     try:
         # Probed by address: a system resolver need not know *.localhost names.
         wait_serving(f"http://127.0.0.1:{port}", server, log, START_TIMEOUT_S)
@@ -92,9 +93,9 @@ def runs_url(base: str, experiment_id: str, mode: str = "TABLE", view: str | Non
 
 def main(argv: list[str] | None = None) -> None:
     from pipeline.config import TrackingConfig
-    from pipeline.tracking.auth import login
+    from pipeline.tracking.auth import check_no_link, login
     from pipeline.tracking.store import experiment_id as find_experiment
-    from pipeline.tracking.store import store_root
+    from pipeline.tracking.store import keep_private, store_root
     from pipeline.tracking.view import GAP_VIEW, save_gap_view
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -105,6 +106,11 @@ def main(argv: list[str] | None = None) -> None:
     store = store_root() / "mlflow.db"
     if not store.exists():
         sys.exit(f"error: no MLflow store at {store}: run `dvc repro` first")
+    try:
+        check_no_link(store.parent, LOGIN_FOLDER)  # before anything is written
+    except PipelineError as err:
+        sys.exit(f"error: {err}")
+    keep_private(f"sqlite:///{store}")  # a store made before it was private
     try:
         experiment_id = find_experiment(f"sqlite:///{store}", args.experiment)
     except PipelineError as err:  # a corrupt or foreign file: one line, not 80

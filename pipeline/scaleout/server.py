@@ -9,7 +9,9 @@ only the URL, no shared disk. Prints the URI to give jobs (tracking.uri=... or
 MLFLOW_TRACKING_URI) and runs until Ctrl-C, then stops both. DIR keeps the
 store between starts. For workers on other machines, start it with
 --host 0.0.0.0 and make DIR/artifacts durable (or point --artifacts-destination
-at an object store by editing the command this module runs).
+at an object store by editing the command this module runs). MLflow speaks plain
+HTTP: beyond loopback the admin password crosses the network base64-encoded on
+every request, so it warns, and a TLS-terminating proxy belongs in front.
 
 The MLflow server asks every request but /health for a login (MLflow's
 basic-auth app, pipeline/tracking/auth.py): user admin, the password in
@@ -20,12 +22,17 @@ MLFLOW_TRACKING_PASSWORD. PostgreSQL asks every connection for a password
 through its environment, never on a command line or in a log. A port in use is
 an error before anything starts. PostgreSQL and MLflow run as children that
 Linux stops when this process dies, even by SIGKILL.
+
+DIR must be the invoking user's alone (pipeline/scaleout/folder.py): no planted
+link, nothing in it that another user owns or may write; put it in your home or
+the project, never in a folder another user could have prepared.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import ipaddress
 import os
 import pwd
 import secrets
@@ -39,7 +46,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.errors import PipelineError
-from pipeline.processes import dies_with_this_process
+from pipeline.processes import start_server_child
+from pipeline.scaleout.folder import check_server_folder
 from pipeline.tracking.auth import APP_NAME, Login, login, write_secret
 from pipeline.tracking.loopback import (
     START_TIMEOUT_S,
@@ -102,18 +110,11 @@ def _run(args: list[str], what: str, **kwargs) -> str:
 
 
 def _start(command: list[str], log: Path, death_signal: int, **kwargs) -> subprocess.Popen:
-    """`command` writing to `log`, in a session of its own (Ctrl-C reaches this process
-    only, which stops MLflow before PostgreSQL), stopped by `death_signal` when this
-    process dies."""
-    with open(log, "ab") as sink:
-        return subprocess.Popen(
-            command,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=dies_with_this_process(death_signal),
-            **kwargs,
-        )
+    """`command` writing to `log` (made private: 0600), stopped in order by this
+    process, and by `death_signal` when it dies."""
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "ab") as sink:
+        return start_server_child(command, sink, death_signal, **kwargs)
 
 
 def _stop(process: subprocess.Popen, signum: int, group: bool = False, timeout: int = 20) -> None:
@@ -209,7 +210,7 @@ def postgres(root: Path, port: int) -> Iterator[str]:
     """PostgreSQL in root (created on first use) on 127.0.0.1:port while the block
     runs; yields the SQLAlchemy URI of its `mlflow` database, password included."""
     user = _as_postgres_user()
-    root.mkdir(parents=True, exist_ok=True)
+    root.mkdir(mode=0o700, exist_ok=True)
     if user:
         check_reachable_by_others(root)
         shutil.chown(root, "postgres", "postgres")
@@ -263,9 +264,12 @@ def mlflow_server(root: Path, backend: str, host: str, port: int, owner: Login) 
 def tracking_server(root: Path, port: int | None = None, host: str = "127.0.0.1") -> Iterator[str]:
     """PostgreSQL and `mlflow server` while the block runs; yields the tracking URI.
     Its login is `server_login(root)`."""
+    check_server_folder(root, _cluster_owners())  # as given: before links resolve
     root = Path(root).resolve()
     port = port or free_port()
     check_port_free(host, port)  # before anything starts
+    _make_folder(root)
+    (root / "artifacts").mkdir(mode=0o700, exist_ok=True)  # before mlflow makes it
     with (
         postgres(root / "postgres", free_port()) as backend,
         mlflow_server(root, backend, host, port, server_login(root)) as uri,
@@ -273,17 +277,57 @@ def tracking_server(root: Path, port: int | None = None, host: str = "127.0.0.1"
         yield uri
 
 
+def _cluster_owners() -> frozenset[int]:
+    """Who may own the cluster's files besides this user: `postgres`, as root."""
+    if os.geteuid() != 0:
+        return frozenset()
+    try:
+        return frozenset({pwd.getpwnam("postgres").pw_uid})
+    except KeyError:
+        return frozenset()
+
+
+def _make_folder(folder: Path) -> None:
+    """`folder` and the missing folders above it, writable by this user alone whatever
+    the umask (the next start refuses a folder others may write)."""
+    for missing in reversed([f for f in (folder, *folder.parents) if not f.exists()]):
+        missing.mkdir(mode=0o755, exist_ok=True)
+
+
 def server_login(root: Path) -> Login:
     """The login of the tracking server whose store is in `root` (made on first use)."""
     return login(Path(root) / "auth")
+
+
+def beyond_loopback(host: str) -> bool:
+    """Whether a server bound to `host` answers other machines: any address but a
+    loopback one (0.0.0.0 and :: are every interface), any name but localhost."""
+    try:
+        return not ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name
+        return host.lower() not in ("localhost", "localhost.")
+
+
+def plain_http_warning(host: str) -> str:
+    return (
+        f"warning: serving on {host}, beyond loopback, in plain HTTP: the admin password "
+        "crosses the network base64-encoded on every request; put a TLS-terminating "
+        "proxy (nginx, Caddy) in front, or keep the server on 127.0.0.1"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("dir", type=Path, help="where the store lives (kept between starts)")
     parser.add_argument("--port", type=int, default=5000)
-    parser.add_argument("--host", default="127.0.0.1", help="0.0.0.0 for workers elsewhere")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="0.0.0.0 for workers elsewhere (plain HTTP: put a TLS-terminating proxy in front)",
+    )
     args = parser.parse_args(argv)
+    if beyond_loopback(args.host):
+        print(plain_http_warning(args.host), file=sys.stderr, flush=True)
     try:
         with tracking_server(args.dir, args.port, args.host) as uri:
             owner = server_login(args.dir)

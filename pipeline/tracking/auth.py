@@ -19,6 +19,7 @@ MLFLOW_TRACKING_PASSWORD (`Login.client_env`).
 from __future__ import annotations
 
 import os
+import pwd
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,7 @@ from pathlib import Path
 from pipeline.errors import PipelineError
 
 ADMIN = "admin"
+LOGIN_FILES = ("password", "secret_key", "auth.ini", "auth.ini.tmp", "users.db")
 APP_NAME = "basic-auth"  # mlflow server --app-name: the entry point mlflow[auth] registers
 AUTH_INI = """\
 # Written by pipeline.tracking.auth on every start.
@@ -88,9 +90,51 @@ def _secret(path: Path) -> str:
     return path.read_text().strip()
 
 
+def check_no_link(base: Path, folder: str) -> None:
+    """Refuse a symbolic link anywhere on the login folder `folder` (relative to
+    `base`) or on a file in it, as for the outputs' paths: the secrets would be
+    written into the link's target, outside the project (a cloned repository can
+    carry such a link)."""
+    from pipeline.files import first_link
+
+    for name in LOGIN_FILES:
+        link = first_link(Path(folder) / name, base)
+        if link is not None:
+            raise PipelineError(
+                f"the login folder {base / folder} must not pass through a symbolic link "
+                f"({link} is one): the password and keys are kept only in a real folder; "
+                "remove the link, and a new login is made"
+            )
+
+
+def owner_name(path: Path) -> str:
+    """Who owns `path` (a user name, else the uid; '?' if it cannot be seen)."""
+    try:
+        uid = path.stat().st_uid
+    except OSError:
+        return "?"
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
 def login(folder: Path) -> Login:
-    """The login kept in `folder`, made on first use."""
+    """The login kept in `folder`, made on first use; another user's, one line."""
     folder = Path(folder).resolve()
+    try:
+        return _login(folder)
+    except PermissionError as err:  # another local user's folder: theirs, 0700
+        where = Path(err.filename or folder)
+        where = where if where.exists() else folder  # a file in a folder this user cannot read
+        raise PipelineError(
+            f"cannot open the login in {folder}: {err.strerror} ({where} belongs to "
+            f"{owner_name(where)}): start it as that user, whose login it is; other users "
+            "reach the runs through a tracking server (python -m pipeline server)"
+        ) from None
+
+
+def _login(folder: Path) -> Login:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     folder.chmod(0o700)
     users = folder / "users.db"
@@ -100,8 +144,11 @@ def login(folder: Path) -> Login:
             f"remove {folder} to make a new login"
         )
     found = Login(folder, ADMIN, _secret(folder / "password"), _secret(folder / "secret_key"))
+    if users.exists() and users.stat().st_mode & 0o077:
+        users.chmod(0o600)  # the auth app made it with the umask's mode
     ini = folder / "auth.ini"
     partial = ini.with_name(ini.name + ".tmp")
-    partial.write_text(AUTH_INI.format(users=users, admin=ADMIN))
+    partial.unlink(missing_ok=True)  # one a killed start left
+    write_secret(partial, AUTH_INI.format(users=users, admin=ADMIN))
     partial.replace(ini)
     return found

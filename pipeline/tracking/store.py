@@ -14,12 +14,13 @@ import json
 import logging
 import os
 import sqlite3
+import stat
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -28,6 +29,8 @@ from pipeline.config import PROJECT_ROOT, TrackingConfig
 from pipeline.errors import TrackingError
 
 LOCK_TIMEOUT_S = 120
+PRIVATE_FILE, PRIVATE_FOLDER = 0o600, 0o700  # a store's files and folders: the owner's
+SIDECARS = ("-wal", "-shm", "-journal", ".lock")  # SQLite's journals, our lock file
 SERVER_TIMEOUT_S = 10  # a tracking server whose API does not answer by then is unreachable
 
 
@@ -100,11 +103,15 @@ def locked(uri: str, log):
     check_server(uri)
     lock = lock_path(uri)
     check_lock_file(lock, uri)
-    store_lock = FileLock(str(lock), timeout=LOCK_TIMEOUT_S)
+    store_lock = FileLock(str(lock), timeout=LOCK_TIMEOUT_S, mode=PRIVATE_FILE)
     try:
         with _waiting_for(store_lock, uri):
             ensure_store(uri)
-            return log()
+            keep_private(uri)  # a store from before: private from now on
+            try:
+                return log()
+            finally:
+                keep_private(uri)  # what MLflow wrote meanwhile (copies keep their mode)
     except Timeout:
         raise TrackingError(
             f"MLflow store {uri} is locked by another process (waited {LOCK_TIMEOUT_S} s "
@@ -146,6 +153,10 @@ def ensure_store(uri: str) -> None:
 
     # A new name each time: MLflow caches what it knows of a database URI per process.
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
+    # Made empty and private first (SQLite takes an empty file as a new database, and
+    # gives its journals the database's mode): never readable by others, whatever
+    # the umask.
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
     try:
         SqlAlchemyStore(f"sqlite:///{partial}", artifact_location(uri)).engine.dispose()
         os.link(partial, path)  # never replaces a store another process made meanwhile
@@ -153,6 +164,49 @@ def ensure_store(uri: str) -> None:
         pass
     finally:
         partial.unlink(missing_ok=True)
+
+
+def store_files(database: Path) -> list[Path]:
+    """A SQLite store's database and the files SQLite and the lock keep beside it."""
+    return [database, *(database.with_name(database.name + end) for end in SIDECARS)]
+
+
+def keep_private(uri: str) -> None:
+    """A SQLite store the owner's alone: its files 0600, its artifacts' folders 0700
+    and files 0600, whatever the umask (MLflow makes folders and copies artifacts
+    with their source's mode). Another local user would otherwise read every run
+    with sqlite3, and the artifacts directly, whatever the UI's login. Files of
+    another owner (a store shared on purpose) are left as they are; a store is
+    shared through a tracking server (`python -m pipeline server`), not its files."""
+    database = sqlite_file(uri)
+    if database is None:
+        return
+    artifacts = artifact_folder(uri)
+    with suppress(OSError):  # no store yet, or no folder to be made: MLflow's write says why
+        if database.exists():
+            artifacts.mkdir(mode=PRIVATE_FOLDER)  # before MLflow makes it with the umask's
+    for path in store_files(database):
+        _make_private(path)
+    if artifacts.is_symlink():
+        return
+    for folder, _, names in os.walk(artifacts):  # through no link
+        _make_private(Path(folder))
+        for name in names:
+            _make_private(Path(folder) / name)
+
+
+def _make_private(path: Path) -> None:
+    """Take group's and others' bits off `path`, if this user owns it and it is no link
+    (the owner's own bits stay: a read-only store stays read-only)."""
+    try:
+        found = path.lstat()
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(found.st_mode) or found.st_uid != os.geteuid():
+        return
+    if stat.S_IMODE(found.st_mode) & 0o077:
+        with suppress(OSError):  # a read-only disk or file: its write fails, and says so
+            path.chmod(stat.S_IMODE(found.st_mode) & ~0o077)
 
 
 def check_server(uri: str) -> None:
@@ -199,7 +253,7 @@ def check_lock_file(lock: Path, uri: str) -> None:
     """FileLock waits its whole timeout on a lock file it cannot create, then blames
     another process; say what is wrong at once."""
     try:
-        os.close(os.open(lock, os.O_RDWR | os.O_CREAT, 0o644))
+        os.close(os.open(lock, os.O_RDWR | os.O_CREAT, PRIVATE_FILE))
     except OSError as err:
         raise TrackingError(
             f"cannot create the lock file {lock} for MLflow store {uri}: {err.strerror}"
