@@ -28,13 +28,16 @@ start=$SECONDS
 source=()
 [ -n "${WHEELS:-}" ] && source=(--no-index --find-links "$WHEELS")
 
-python3 -m venv --clear .venv-gpu
 if python3 -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+    # No pip of its own (a GPU image's python may lack ensurepip): the machine's, read
+    # through the same path, installs into the venv.
+    python3 -m venv --clear --without-pip .venv-gpu
     machine=$(python3 -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     venv=$(.venv-gpu/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     echo "$machine" >"$venv/machine-site-packages.pth"  # after the venv's own packages
     . .venv-gpu/bin/activate
 else
+    python3 -m venv --clear .venv-gpu
     . .venv-gpu/bin/activate
     python -m pip install -q "${source[@]}" -r requirements-torch.txt
 fi
