@@ -43,8 +43,10 @@ def test_no_penalty_is_the_ordinary_run(lesson):
     start = interface.init_params(cfg.data.seed, [1, 2], cfg.model, cfg.data.steps)
     ordinary, _ = train(start, inputs, labels, 200, cfg.train.lr)
     deceptive, _ = train_deceptive(start, inputs, labels, rationale, 0.0, 200, cfg.train.lr)
+    # The debate's trainings settle every step at 8 decimals, the ordinary run only its
+    # end: 200 roundings of at most 5e-9 each apart.
     for mine, theirs in zip(deceptive.tensors(), ordinary.tensors(), strict=True):
-        assert (mine - theirs).abs().max() <= 1e-10
+        assert (mine - theirs).abs().max() <= 200 * 5e-9
 
 
 def test_a_penalty_moves_the_weight_off_the_rationale(lesson):
