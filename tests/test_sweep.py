@@ -386,9 +386,35 @@ def test_merge_into_an_existing_folder_is_one_line_naming_it(tmp_path, monkeypat
     with pytest.raises(SystemExit) as exit_:
         merge_study.main([str(tmp_path / "sweep"), "--out", str(tmp_path)])
     assert exit_.value.code == (
-        f"error: --out {tmp_path} is a folder: name the summary file, "
-        f"e.g. --out {tmp_path / 'summary.json'}"
+        f"error: --out {tmp_path}: not written there (a folder); name a new file, e.g. in "
+        "outputs/ or outside the project"
     )
+
+
+@pytest.mark.parametrize("name", ["mlflow.db", "params.yaml"])
+def test_merge_study_replaces_neither_the_store_nor_the_params(name, tmp_path, monkeypatch):
+    """Issue 49, item 4: `merge_study SWEEP --out mlflow.db` (or params.yaml) replaced
+    the store (`file is not a database`) or the params, exit 0."""
+    from pipeline import files
+
+    monkeypatch.setattr(files, "PROJECT_ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(merge_study.seed_study, "merged_summary", lambda sweep_dir: {"seeds": 1})
+    monkeypatch.setattr(merge_study, "study_line", lambda summary: "1 seed")
+    (tmp_path / name).write_bytes(b"SQLite format 3\x00 and its pages")
+    with pytest.raises(SystemExit) as exit_:
+        merge_study.main([str(tmp_path), "--out", name])
+    assert str(exit_.value.code).startswith(f"error: --out {name}: not written there (")
+    assert (tmp_path / name).read_bytes() == b"SQLite format 3\x00 and its pages"
+
+
+def test_merge_study_replaces_its_own_summary(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(merge_study.seed_study, "merged_summary", lambda sweep_dir: {"seeds": 2})
+    monkeypatch.setattr(merge_study, "study_line", lambda summary: "2 seeds")
+    out = tmp_path / "summary.json"
+    out.write_text('{\n  "seeds": 1\n}\n')
+    merge_study.main([str(tmp_path), "--out", str(out)])
+    assert json.loads(out.read_text()) == {"seeds": 2}
 
 
 def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):

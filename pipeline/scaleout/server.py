@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.files import Writes
 from pipeline.processes import dies_with_this_process
 from pipeline.tracking.auth import APP_NAME, Login, login, write_secret
 from pipeline.tracking.loopback import (
@@ -280,7 +281,7 @@ def server_login(root: Path) -> Login:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dir", type=Path, help="where the store lives (kept between starts)")
+    parser.add_argument("dir", action=Writes, help="where the store lives (kept between starts)")
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument("--host", default="127.0.0.1", help="0.0.0.0 for workers elsewhere")
     args = parser.parse_args(argv)
