@@ -755,3 +755,60 @@ def test_a_folder_postgres_cannot_enter_is_one_line_with_the_way_out():
         assert f"`chmod o+x {private}`" in message and "\n" not in message
     finally:
         shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("app", ["run", "study"])
+@pytest.mark.parametrize(
+    "folders, named",
+    [
+        (
+            ["-m", "hydra.sweep.dir=multirun/x", "hydra.sweep.subdir=../../reports"],
+            "hydra.sweep.dir='multirun/x' with hydra.sweep.subdir='../../reports'",
+        ),
+        (
+            ["-m", "hydra.sweep.dir=multirun/x", "hydra.sweep.subdir=${hydra.job.num}/../../.."],
+            "hydra.sweep.dir='multirun/x' with hydra.sweep.subdir='0/../../..'",
+        ),
+        (
+            ["hydra.run.dir=outputs/${hydra.job.name}/../../reports"],
+            "hydra.run.dir='outputs/{app}/../../reports'",
+        ),
+    ],
+)
+def test_a_job_folder_that_resolves_into_the_outputs_is_refused_before_hydra_makes_it(
+    app, folders, named, app_in_process, tmp_path, monkeypatch
+):
+    """Issue 49, item 5: `pipeline.run -m train.lr=0.9 hydra.sweep.dir=multirun/x
+    hydra.sweep.subdir=../../reports` replaced reports/metrics.json and added .hydra/,
+    job.json and run.log to reports/, exit 0 (case 9 checked hydra.run.dir's literal only).
+    Here in a project of its own: the resolved job folder of either app, either mode."""
+    import importlib
+
+    from pipeline import files
+
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports/metrics.json").write_text('{"seed_gap": 0.5}\n')
+    monkeypatch.setattr(files, "PROJECT_ROOT", tmp_path)
+    monkeypatch.chdir(tmp_path)
+    module = importlib.import_module(f"pipeline.{app}")
+    code, _, err = app_in_process(module, *folders, "train.lr=-1", "tracking.enabled=false")
+    assert code == 1
+    assert err.startswith(f"error: invalid config value {named.format(app=app)}: must not be")
+    assert err.count("\n") == 1 and "use outputs/ or multirun/" in err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["metrics.json", "reports"]
+    assert (tmp_path / "reports/metrics.json").read_text() == '{"seed_gap": 0.5}\n'
+
+
+def test_a_job_whose_own_folder_is_refused_writes_nothing_there(monkeypatch, capsys):
+    """Issue 49, item 5: where a job's folder differs from the one the sweep's start
+    resolved (a subdir of each job's overrides), the job refuses it before any work."""
+    from pipeline.scaleout import sweep
+
+    monkeypatch.setattr(sweep, "output_dir", lambda: PROJECT_ROOT / "reports")
+    ran = []
+    with pytest.raises(SystemExit) as exit_:
+        sweep.run_job(ran.append, compose())
+    assert exit_.value.code == 1 and ran == []
+    err = capsys.readouterr().err
+    assert err.startswith("error: invalid config value hydra.runtime.output_dir=")
+    assert err.count("\n") == 1
