@@ -22,7 +22,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipeline import processes
 from pipeline.config.schema import PROJECT_ROOT
@@ -303,8 +303,18 @@ def require(path: Path) -> Path:
     return Path(path)
 
 
-def read_json(path: Path) -> dict:
-    return json.loads(require(path).read_text())
+def read_json(path: Path, remake: str | None = None) -> Any:
+    """The JSON document in `path`. One that is not JSON (half a file, an edit) is one
+    line naming the file, what is wrong, and the way out: `remake`, the command that
+    writes it again, where the caller knows it."""
+    try:
+        return json.loads(require(path).read_bytes())
+    except json.JSONDecodeError as err:
+        wrong = f"{err.msg} at line {err.lineno} column {err.colno}"
+    except UnicodeDecodeError as err:
+        wrong = f"not UTF-8 text at byte {err.start}"
+    way_out = f"`{remake}`" if remake else "the stage or command that writes it"
+    raise ConfigError(f"{path} is not JSON ({wrong}): rerun {way_out}")
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:
