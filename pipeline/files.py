@@ -9,6 +9,7 @@ A stage whose launcher (DVC) is gone publishes nothing: an orphan of a killed
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import io
@@ -16,11 +17,12 @@ import json
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pipeline import processes
 from pipeline.config.schema import PROJECT_ROOT
@@ -244,27 +246,54 @@ def protected(path: Path) -> bool:
     return parts is not None and (not parts or parts[0] in PROTECTED_DIRS)
 
 
-def command_output(path: Path, option: str, is_own: Callable[[bytes], bool]) -> Path:
+def command_output(path: Path, option: str, is_own: Callable[[bytes], bool] | None = None) -> Path:
     """`path` once it is safe for a command's output option (`diff --out`, `compare
-    --csv`, `history --plot`) to write: inside the project never a store, source,
-    config or stage output, and anywhere an existing file only when `is_own` says it
-    is this command's earlier output. Else one line naming the option and the file."""
+    --csv`, `history --plot`, `merge_study --out`) to write: inside the project never a
+    store, source, config or stage output, and anywhere an existing file only when
+    `is_own` says it is this command's earlier output. Without `is_own` the option names
+    a folder the command keeps its files in (`server DIR`): an existing folder is its
+    own. Else one line naming the option and the path."""
     path = Path(path)
+    wanted = "folder" if is_own is None else "file"
     refuse = None
     if protected(path):
         refuse = "the project's sources, configs, store and the pipeline's outputs"
     elif project_parts(path) is not None and path.resolve().name.startswith(STORE_FILE):
         refuse = "the store"
-    if refuse is None and path.is_dir():
+    elif is_own is None:
+        if path.exists() and not path.is_dir():
+            refuse = "a file, not a folder"
+    elif path.is_dir():
         refuse = "a folder"
-    if refuse is None and path.exists() and not is_own(path.read_bytes()[:65536]):
+    elif path.exists() and not is_own(path.read_bytes()[:65536]):
         refuse = "a file this command did not write (it replaces only its own earlier output)"
     if refuse:
         raise ConfigError(
-            f"{option} {path}: not written there ({refuse}); name a new file, e.g. in "
+            f"{option} {path}: not written there ({refuse}); name a new {wanted}, e.g. in "
             "outputs/ or outside the project"
         )
     return path
+
+
+class Writes(argparse.Action):
+    """A command-line option (or argument) that names what the command writes: checked
+    by `command_output` as argparse reads it, so before any work, in one line. Every
+    writing option of `python -m pipeline`'s commands is one (tests/test_main.py walks
+    them); `is_own` as for command_output (None: a folder)."""
+
+    def __init__(
+        self, option_strings, dest, is_own: Callable[[bytes], bool] | None = None, **kwargs
+    ):
+        super().__init__(option_strings, dest, type=kwargs.pop("type", Path), **kwargs)
+        self.is_own = is_own
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:
+        option = option_string or self.metavar or self.dest.upper()
+        try:
+            path = command_output(values, option, self.is_own)
+        except ConfigError as err:
+            sys.exit(f"error: {err}")
+        setattr(namespace, self.dest, path)
 
 
 def require(path: Path) -> Path:
@@ -274,8 +303,18 @@ def require(path: Path) -> Path:
     return Path(path)
 
 
-def read_json(path: Path) -> dict:
-    return json.loads(require(path).read_text())
+def read_json(path: Path, remake: str | None = None) -> Any:
+    """The JSON document in `path`. One that is not JSON (half a file, an edit) is one
+    line naming the file, what is wrong, and the way out: `remake`, the command that
+    writes it again, where the caller knows it."""
+    try:
+        return json.loads(require(path).read_bytes())
+    except json.JSONDecodeError as err:
+        wrong = f"{err.msg} at line {err.lineno} column {err.colno}"
+    except UnicodeDecodeError as err:
+        wrong = f"not UTF-8 text at byte {err.start}"
+    way_out = f"`{remake}`" if remake else "the stage or command that writes it"
+    raise ConfigError(f"{path} is not JSON ({wrong}): rerun {way_out}")
 
 
 def parquet_bytes(frame: pd.DataFrame) -> bytes:

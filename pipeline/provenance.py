@@ -218,19 +218,25 @@ def grid_cells(cfg: Config, stage: str = "grid") -> list[tuple[Path, dict]]:
         path = cell_path(getattr(cfg.paths, stage), cell["task"], cell["variant"])
         if not path.exists():
             raise ConfigError(f"missing {path} ({stage} cell {key}): run `dvc repro`")
-        document = read_json(path)
+        remake = f"dvc repro -s {shlex.quote(stage + '@' + key)}"
+        document = read_json(path, remake)
+        if not isinstance(document, dict):
+            raise ConfigError(
+                f"{path} is not a {stage} cell file (JSON {type(document).__name__}, not an "
+                f"object): rerun `{remake}`"
+            )
         if (document.get("task"), document.get("variant")) != (cell["task"], cell["variant"]):
             raise ConfigError(
                 f"{path} does not hold the {stage} cell {key} (task "
                 f"{document.get('task')!r}, variant {document.get('variant')!r}): rerun "
-                f"`dvc repro -s {shlex.quote(stage + '@' + key)}`"
+                f"`{remake}`"
             )
         changes = changed_keys(document.get("params", {}), current)
         if "params" not in document or changes:
             made = "; ".join(changes) or "no record of its params"
             raise ConfigError(
                 f"{path} was made from other params than params.yaml holds ({made}): "
-                f"rerun `dvc repro -s {shlex.quote(stage + '@' + key)}`, then `dvc repro`"
+                f"rerun `{remake}`, then `dvc repro`"
             )
         cells.append((path, document))
     return cells

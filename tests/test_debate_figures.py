@@ -85,3 +85,27 @@ def test_a_cell_made_from_other_params_is_refused_and_nothing_is_drawn(workdir):
     shutil.rmtree(root / "reports/debate")
     with pytest.raises(ConfigError, match=r"missing reports/debate/lesson-lesson.json"):
         stage.main()
+
+
+@pytest.mark.parametrize(
+    "text, wrong",
+    [
+        ("not json {", "is not JSON (Expecting value at line 1 column 1)"),
+        ('{"task": "lesson"', "is not JSON (Expecting ',' delimiter at line 1 column 18)"),
+        ("[1, 2]", "is not a debate cell file (JSON list, not an object)"),
+    ],
+)
+def test_a_corrupt_cell_file_is_one_line_naming_it_and_the_stage_to_rerun(
+    text, wrong, workdir, run_entry
+):
+    """Issue 49, item 8: `not json {` in a debate cell file gave debate_figures a
+    25-line JSONDecodeError traceback."""
+    root, _ = workdir
+    (root / "reports/debate/lesson-lesson.json").write_text(text)
+    code, err = run_entry(stage.main)
+    assert code == 1
+    assert err == (
+        f"error: reports/debate/lesson-lesson.json {wrong}: rerun "
+        "`dvc repro -s debate@lesson-lesson`\n"
+    )
+    assert not (root / "reports/debate_figures").exists()

@@ -12,14 +12,13 @@ A column a variant does not have stays empty.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pandas as pd
 
 from pipeline.analysis import registry
 from pipeline.browse.history import metric, read_store, store_parser, text_table
 from pipeline.errors import PipelineError
-from pipeline.files import command_output, write_csv
+from pipeline.files import Writes, write_csv
 
 
 def parent_columns() -> dict[str, str]:
@@ -86,9 +85,14 @@ def variant_table(parents: pd.DataFrame, children: pd.DataFrame) -> pd.DataFrame
     return table[order].reset_index(drop=True)
 
 
+def own_csv(head: bytes) -> bool:
+    """Whether a file begins as this command's CSV does (variant_table's first columns)."""
+    return head.startswith(b"task,variant,version")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = store_parser(__doc__.splitlines()[0])
-    parser.add_argument("--csv", type=Path, help="also write the table as CSV")
+    parser.add_argument("--csv", action=Writes, is_own=own_csv, help="also write the table as CSV")
     args = parser.parse_args(argv)
     uri, parents, children = read_store(args)
     try:
@@ -99,11 +103,6 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: no runs recorded in {uri}")
     print(text_table(table))
     if args.csv:
-        header = ",".join(table.columns).encode()
-        try:
-            command_output(args.csv, "--csv", lambda head: head.split(b"\n", 1)[0] == header)
-        except PipelineError as err:
-            sys.exit(f"error: {err}")
         write_csv(args.csv, table)
         print(f"wrote {args.csv}")
 

@@ -13,10 +13,8 @@ import argparse
 import json
 import subprocess
 import sys
-from pathlib import Path
 
-from pipeline.errors import PipelineError
-from pipeline.files import command_output, write_text
+from pipeline.files import Writes, write_text
 
 # Every numbers file: reports/headline.json is the only one dvc.yaml declares as
 # metrics (so that `dvc metrics show` stays readable); the rest are compared as
@@ -124,16 +122,16 @@ OWN_HEAD = b"## Params changed: "  # how its --out file begins
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("rev", nargs="?", default="HEAD", help="git revision to compare with")
-    parser.add_argument("--out", type=Path, help="also write the diff to this file")
+    parser.add_argument(
+        "--out",
+        action=Writes,
+        is_own=lambda head: head.startswith(OWN_HEAD),
+        help="also write the diff to this file",
+    )
     parser.add_argument(
         "--all", action="store_true", help="also every changed metric and DVC's full tables"
     )
-    args = parser.parse_args(argv)
-    if args.out:
-        try:  # before the diff is computed: a refused file costs nothing
-            command_output(args.out, "--out", lambda head: head.startswith(OWN_HEAD))
-        except PipelineError as err:
-            sys.exit(f"error: {err}")
+    args = parser.parse_args(argv)  # a refused --out costs nothing: said before the diff
     text = report(args.rev, args.all)
     print(text)
     if args.out:

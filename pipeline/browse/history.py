@@ -17,7 +17,7 @@ import pandas as pd
 from pipeline.analysis import registry
 from pipeline.config import NUMBER_GROUPS, PARAMS_FILE, PROJECT_ROOT, load_params
 from pipeline.errors import PipelineError, TrackingError
-from pipeline.files import command_output, read_json, write_bytes
+from pipeline.files import Writes, read_json, write_bytes
 from pipeline.scaleout import sweep as sweep_module
 from pipeline.tracking.search import search_parent_runs
 from pipeline.tracking.store import store_uri
@@ -156,9 +156,18 @@ def read_store(args: argparse.Namespace) -> tuple[str, pd.DataFrame, pd.DataFram
         sys.exit(f"error: {err}")
 
 
+def own_plot(head: bytes) -> bool:
+    """Whether a PNG is this command's plot: its Title (matplotlib loads only here)."""
+    from pipeline.reporting.figures import GAP_HISTORY_TITLE
+
+    return GAP_HISTORY_TITLE.encode() in head
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = store_parser(__doc__.splitlines()[0])
-    parser.add_argument("--plot", type=Path, help="write a PNG of the gap across versions")
+    parser.add_argument(
+        "--plot", action=Writes, is_own=own_plot, help="write a PNG of the gap across versions"
+    )
     parser.add_argument(
         "--sweep", type=Path, metavar="DIR", help="one row per job of this Hydra sweep directory"
     )
@@ -176,12 +185,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(f"error: no runs recorded in {uri}{where}")
     print(text_table(table))
     if args.plot and not args.sweep:
-        from pipeline.reporting.figures import GAP_HISTORY_TITLE, gap_history_png
+        from pipeline.reporting.figures import gap_history_png
 
-        try:
-            command_output(args.plot, "--plot", lambda head: GAP_HISTORY_TITLE.encode() in head)
-        except PipelineError as err:
-            sys.exit(f"error: {err}")
         write_bytes(args.plot, gap_history_png(list(table["version"]), list(table["gap"])))
         print(f"wrote {args.plot}")
 

@@ -74,19 +74,25 @@ def check_hydra_dirs(argv: list[str]) -> None:
     creates it: `hydra.run.dir=reports` made `pipeline.run` replace reports/metrics.json.
     A folder outside the project is the caller's choice, as Hydra's own default is
     (docs/reliability.md says why)."""
-    from pipeline.files import PROTECTED_DIRS, protected
-
     for override in parsed_overrides(argv):
         if override.key_or_group not in HYDRA_DIRS or override.is_sweep_override():
             continue
         literal = str(override.value()).split("${", 1)[0]  # before an interpolation
-        if protected(Path.cwd() / literal):  # outside the project: the caller's choice
-            raise ConfigError(
-                f"invalid config value {override.key_or_group}={override.value()!r}: must "
-                f"not be the project root or inside {', '.join(d + '/' for d in PROTECTED_DIRS)} "
-                "(Hydra writes its job files there); use outputs/ or multirun/, or a "
-                "folder outside the project"
-            )
+        check_job_folder(Path.cwd() / literal, f"{override.key_or_group}={override.value()!r}")
+
+
+def check_job_folder(folder: Path, setting: str) -> None:
+    """Refuse a Hydra job folder (`setting` names what made it) that is the project root
+    or inside its outputs, sources or store; outside the project it is the caller's
+    choice (docs/reliability.md, the third battery's case 12)."""
+    from pipeline.files import PROTECTED_DIRS, protected
+
+    if protected(folder):
+        raise ConfigError(
+            f"invalid config value {setting}: must not be the project root or inside "
+            f"{', '.join(d + '/' for d in PROTECTED_DIRS)} (Hydra writes its job files "
+            "there); use outputs/ or multirun/, or a folder outside the project"
+        )
 
 
 def check_group_options(argv: list[str], conf_dir: Path = CONF_DIR) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pipeline.analysis import seed_study
 from pipeline.errors import PipelineError
-from pipeline.files import write_json
+from pipeline.files import Writes, write_json
 from pipeline.reporting.summary import study_line
 
 
@@ -25,16 +25,20 @@ def os_reason(err: OSError, path: Path) -> str:
     return f"{err.strerror or err}{where}"
 
 
+OWN_HEAD = b'{\n  "seeds": '  # how a study's summary.json begins
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("sweep_dir", type=Path, help="the sweep's directory (hydra.sweep.dir)")
-    parser.add_argument("--out", type=Path, required=True, help="where summary.json goes")
-    args = parser.parse_args(argv)
-    if args.out.is_dir():  # said before the merge, which may take a while
-        sys.exit(
-            f"error: --out {args.out} is a folder: name the summary file, "
-            f"e.g. --out {args.out / 'summary.json'}"
-        )
+    parser.add_argument(
+        "--out",
+        action=Writes,
+        is_own=lambda head: head.startswith(OWN_HEAD),
+        required=True,
+        help="where summary.json goes",
+    )
+    args = parser.parse_args(argv)  # a refused --out is said before the merge
     try:
         summary = seed_study.merged_summary(args.sweep_dir)
     except PipelineError as err:

@@ -46,6 +46,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from pipeline.errors import PipelineError
+from pipeline.files import Writes
 from pipeline.processes import start_server_child
 from pipeline.scaleout.folder import check_server_folder
 from pipeline.tracking.auth import APP_NAME, Login, login, write_secret
@@ -318,7 +319,7 @@ def plain_http_warning(host: str) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dir", type=Path, help="where the store lives (kept between starts)")
+    parser.add_argument("dir", action=Writes, help="where the store lives (kept between starts)")
     parser.add_argument("--port", type=int, default=5000)
     parser.add_argument(
         "--host",

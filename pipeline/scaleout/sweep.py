@@ -15,6 +15,7 @@ after `kill -9` (`follow_sweep`).
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import signal
 import socket
@@ -26,11 +27,12 @@ from pathlib import Path
 from hydra.core.hydra_config import HydraConfig
 from hydra.experimental.callback import Callback
 from hydra.types import RunMode
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
 from pipeline import files
 from pipeline.config import PROJECT_ROOT, Config, validate
-from pipeline.errors import OrphanedError, PipelineError
+from pipeline.config.load import check_job_folder
+from pipeline.errors import ConfigError, OrphanedError, PipelineError
 from pipeline.files import read_json, write_json
 from pipeline.processes import descendants, process_start
 from pipeline.tracking.state import environment_tags, git_tags
@@ -81,6 +83,10 @@ def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
     A job whose sweep is gone ends its process and publishes nothing."""
     from pipeline.memory import check_memory  # torch: only where a job computes
 
+    # Exact where JobFolderCheck resolved a sweep's subdir as job 0 would: a job whose
+    # own folder is refused writes nothing more there (no job.json, no metrics.json).
+    folder = output_dir()
+    refuse_job_folder(folder, f"hydra.runtime.output_dir={str(folder)!r}")
     hydra = HydraConfig.get()
     record: dict = {"overrides": list(hydra.overrides.task)}
     if hydra.mode == RunMode.MULTIRUN:
@@ -99,6 +105,51 @@ def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
         print(f"error: job {record['job']} ({shown(record['overrides'])}): {err}", file=sys.stderr)
         record |= {"status": "failed", "error": str(err)}
     write_json(output_dir() / JOB_FILE, record)
+
+
+def job_folder(config: DictConfig, mode: RunMode) -> tuple[Path, str]:
+    """The folder Hydra will make for a job of `config`, joined as its run_job joins it,
+    and the settings that name it. A sweep's subdir is resolved as for job 0 (each job's
+    number and id are set only as it starts)."""
+    if mode == RunMode.RUN:
+        run_dir = OmegaConf.select(config, "hydra.run.dir")
+        return Path(str(run_dir)), f"hydra.run.dir={run_dir!r}"
+    config = copy.deepcopy(config)
+    job = config.hydra.job
+    with read_write(job), open_dict(job):
+        if OmegaConf.is_missing(job, "num"):
+            job.num = 0
+        if OmegaConf.is_missing(job, "id"):
+            job.id = "0"
+    sweep_dir = OmegaConf.select(config, "hydra.sweep.dir")
+    subdir = OmegaConf.select(config, "hydra.sweep.subdir")
+    return (
+        Path(str(sweep_dir)) / str(subdir),
+        f"hydra.sweep.dir={sweep_dir!r} with hydra.sweep.subdir={subdir!r}",
+    )
+
+
+def refuse_job_folder(folder: Path, setting: str) -> None:
+    """A refused job folder (check_job_folder) ends the app in one line, before Hydra
+    (or the job) writes there. (Hydra turns a callback's exception into a warning.)"""
+    try:
+        check_job_folder(folder, setting)
+    except ConfigError as err:
+        print(f"error: {err}", file=sys.stderr, flush=True)
+        sys.exit(1)
+
+
+class JobFolderCheck(Callback):
+    """Before Hydra makes a job's folder: refuse one inside the project's outputs,
+    sources or store. The literal overrides are checked before Hydra starts
+    (config.load.check_hydra_dirs); this sees the folder as resolved, subdir joined:
+    `hydra.sweep.subdir=../../reports` put a job's files into reports/ (issue 49)."""
+
+    def on_run_start(self, config: DictConfig, **kwargs) -> None:
+        refuse_job_folder(*job_folder(config, RunMode.RUN))
+
+    def on_multirun_start(self, config: DictConfig, **kwargs) -> None:
+        refuse_job_folder(*job_folder(config, RunMode.MULTIRUN))
 
 
 def sweep_identity() -> str | None:
