@@ -154,11 +154,12 @@ def test_a_huge_integer_is_refused_by_a_stage_before_torch_loads(tmp_path):
     assert "torch" not in imported and "pipeline.stages.train" not in imported
 
 
-def test_a_huge_integer_is_refused_by_the_hydra_app_before_torch_loads(tmp_path):
+@pytest.mark.parametrize("module", ["pipeline.run", "pipeline.study"])
+def test_a_huge_integer_is_refused_by_the_hydra_apps_before_torch_loads(tmp_path, module):
     code, imported, other = with_importtime(
         [
             "-m",
-            "pipeline.run",
+            module,
             f"hydra.run.dir={tmp_path / 'run'}",
             "tracking.enabled=false",
             "debate.permutation_seed=10000000000000000000000000000000000000000",
