@@ -15,27 +15,30 @@ The kind's own factors (its heads, a layer before the pooling, its parameter
 count) come from its module (pipeline/models/interface.py), so the check sits above
 both the config and the models, and imports torch: the stages that compute call
 `check_memory` after loading their config; the generate stage and the commands
-that compute nothing do not.
+that compute nothing do not. The generate stage's own estimate (its process and the
+sequences) is torch-free and checked with the config (pipeline/config/bounds.py).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
-from typing import Any
 
 from pipeline import tasks
 from pipeline.analysis import registry
+from pipeline.config.bounds import (
+    LIGHT_PROCESS_BYTES,
+    MemoryTerm,
+    memory_refusal,
+    sequences_term,
+)
 from pipeline.config.cells import cell_config
 from pipeline.config.schema import MAX_BYTES, Config, ModelConfig
 from pipeline.errors import ConfigError
-from pipeline.files import byte_size
 from pipeline.models import interface
 from pipeline.models.threads import workers
 
 DTYPE_BYTES = {"float64": 8, "float32": 4}
-DATA_CELL_BYTES = 96  # a (sequence, step) reading: Python float in its row, frame, tensor
 PYTHON_FLOAT_BYTES = 32  # an init value is drawn as a Python float, then kept
 # Measured on 2 cores (benchmarks/bench_memory.py): a stage process with torch,
 # pandas, numba and matplotlib loaded peaks at 316-392 MiB before its work, up to
@@ -43,9 +46,6 @@ PYTHON_FLOAT_BYTES = 32  # an init value is drawn as a Python float, then kept
 # threads that train or explain add their torch and numba state and the heap
 # their many chunks leave behind.
 PROCESS_BYTES = 480 * 2**20
-# The generate stage loads no torch (pandas and the config only): it peaked at 132
-# and 133 MiB (benchmarks/bench_memory.py, 2 cores).
-LIGHT_PROCESS_BYTES = 200 * 2**20
 LIGHT_STAGES = ("generate",)
 THREADS_BYTES = 200 * 2**20
 TRAINING_STAGES = ("study", "faithfulness")  # stages whose work runs on our threads
@@ -96,35 +96,6 @@ def adversary_pass(cfg: ModelConfig, steps: int, runs: int, examples: int) -> tu
     if per_example <= budget:
         return max(1, min(runs, budget // per_example)), examples
     return 1, max(1, min(examples, budget * examples // per_example))
-
-
-@dataclass(frozen=True)
-class MemoryTerm:
-    """One dominant allocation: the product of its factors, (label, config key or "",
-    value), in bytes."""
-
-    what: str
-    factors: tuple[tuple[str, str, int], ...]
-    phase: str = ""  # "" lives the whole stage; terms of one phase are freed before the next
-
-    @property
-    def bytes(self) -> int:
-        return math.prod(value for _, _, value in self.factors)
-
-    def blamed(self, reference: MemoryTerm) -> str:
-        """The config key of the factor furthest above its value in `reference` (the
-        same term of the defaults): the size to make smaller."""
-        ratios = [
-            (value / default, key)
-            for (_, key, value), (_, _, default) in zip(
-                self.factors, reference.factors, strict=True
-            )
-            if key and default
-        ]
-        return max(ratios)[1]
-
-    def describe(self) -> str:
-        return f"{self.what}: " + " x ".join(f"{label} {value}" for label, _, value in self.factors)
 
 
 def at_once(chunk: int, runs: int) -> int:
@@ -331,17 +302,6 @@ def robustness_term(cfg: Config) -> MemoryTerm:
     )
 
 
-def sequences_term(cfg: Config) -> MemoryTerm:
-    return MemoryTerm(
-        "the sequences",
-        (
-            ("sequences", "data.sequences", cfg.data.sequences),
-            ("steps", "data.steps", cfg.data.steps),
-            ("bytes", "", DATA_CELL_BYTES),
-        ),
-    )
-
-
 def grid_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
     """A grid cell (pipeline/analysis/grid.py): the study on grid.seeds seeds, beside
     it the shuffled control of an order task, then the battery."""
@@ -491,11 +451,4 @@ def check_memory(cfg: Config) -> None:
     terms = stage_terms(cfg)[stage]
     largest = max(terms, key=lambda term: term.bytes)
     key = largest.blamed(_reference_terms(cfg, stage)[terms.index(largest)])
-    value: Any = cfg
-    for name in key.split("."):
-        value = getattr(value, name)
-    raise ConfigError(
-        f"invalid config value {key}={value!r}: stage {stage} needs about "
-        f"{byte_size(estimates[stage])} ({largest.describe()}), more than the "
-        f"{byte_size(MAX_BYTES)} limit"
-    )
+    raise ConfigError(memory_refusal(cfg, stage, estimates[stage], largest, key))

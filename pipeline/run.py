@@ -18,11 +18,14 @@ from pipeline.config import Config, run_hydra_app
 from pipeline.files import write_json
 from pipeline.reporting.report import text_tables
 from pipeline.scaleout import sweep
-from pipeline.stages import evaluate, generate, train
 
 
 def lesson(cfg: Config) -> dict:
     """One job: generate, train, evaluate, print, write metrics.json, log."""
+    # torch: imported once the job's config passed its check (sweep.run_job), so a
+    # bad value is one line at once, not after torch's start-up.
+    from pipeline.stages import evaluate, generate, train
+
     if cfg.tracking.enabled:  # an unreachable server fails the job now, not after training
         tracking.check_server(tracking.store_uri(cfg.tracking))
     frame, summary = generate.run(cfg)

@@ -12,16 +12,7 @@ from __future__ import annotations
 import hydra
 from omegaconf import DictConfig
 
-from pipeline import data, tracking
-from pipeline.analysis.seed_study import (
-    SHARD_FILE,
-    outside_accuracy,
-    run,
-    shard_bytes,
-    show_progress,
-    study_seeds,
-    train_seeds,
-)
+from pipeline import tracking
 from pipeline.config import Config, run_hydra_app
 from pipeline.files import write_bytes, write_json
 from pipeline.reporting.summary import study_line
@@ -30,6 +21,19 @@ from pipeline.scaleout import sweep
 
 def study_job(cfg: Config) -> dict:
     """One job of the Hydra app: a study (summary.json, logged) or one shard (shard.pt)."""
+    # torch: imported once the job's config passed its check (sweep.run_job), so a
+    # bad value is one line at once, not after torch's start-up.
+    from pipeline import data
+    from pipeline.analysis.seed_study import (
+        SHARD_FILE,
+        outside_accuracy,
+        run,
+        shard_bytes,
+        show_progress,
+        study_seeds,
+        train_seeds,
+    )
+
     if cfg.tracking.enabled and cfg.study.shard is None:
         tracking.check_server(tracking.store_uri(cfg.tracking))
     frame = data.generate(cfg.data, cfg.task.kind)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -576,3 +577,143 @@ def test_a_name_or_uri_mlflow_would_refuse_is_refused_before_any_training():
         validate(compose(["tracking.uri=garbage://x"]))
     for uri in ("sqlite:///a.db", "http://127.0.0.1:5000", "postgresql+psycopg2://u@h/db"):
         assert validate(compose([f"tracking.uri={uri}"]))
+
+
+# --- the fourth battery (issues 49, 51, 52, 53): the config's files and its cells -----------
+
+
+def test_a_cell_whose_key_is_not_its_task_and_variant_is_refused():
+    """Issue 49, case 7: `alias: {task: rise, variant: window2}` in conf/grid/lesson.yaml
+    passed, trained, and failed in DVC (`reports/grid/alias.json` does not exist)."""
+    for group in ("grid", "debate"):
+        with pytest.raises(ConfigError) as err:
+            validate(compose([f"+{group}.cells.alias={{task:rise,variant:window2}}"]))
+        assert str(err.value) == (
+            f"invalid config value {group}.cells.alias: a cell's key must be its "
+            "<task>-<variant> (DVC names its stage and output after it), here rise-window2"
+        )
+
+
+def test_an_unknown_key_inside_a_cell_lists_the_allowed_ones():
+    """Issue 51, case 2: OmegaConf's "Key 'foo' not in 'GridCell'" alone."""
+    with pytest.raises(ConfigError) as err:
+        validate(compose(["+grid.cells.rise-window2.foo=1"]))
+    assert str(err.value) == (
+        "invalid config value grid.cells.rise-window2.foo: Key 'foo' not in 'GridCell'; "
+        "allowed: task, variant"
+    )
+
+
+def anchor_bomb(levels: int = 9) -> str:
+    """The "billion laughs" bomb: 9 items, then `levels - 1` lists of 9 aliases of the one above
+    (9**9 strings from 2.5 kB at 9 levels)."""
+    names = "abcdefghijklmnopqrstuvwxyz"[:levels]
+    lines = [f"{names[0]}: &{names[0]} [{', '.join(['lol'] * 9)}]"]
+    lines += [
+        f"{name}: &{name} [{', '.join([f'*{up}'] * 9)}]"
+        for up, name in zip(names, names[1:], strict=False)
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_in_params_yaml_is_refused_naming_the_file_and_the_place(tmp_path):
+    """Issue 52, case 1: OmegaConf copies every alias's value; DVC writes none."""
+    from pipeline.config import load_params
+
+    params = tmp_path / PARAMS_FILE
+    params.write_text(composed_yaml() + anchor_bomb(levels=2))
+    with pytest.raises(ConfigError) as err:
+        load_params(params)
+    line = composed_yaml().count("\n") + 2
+    assert str(err.value) == (
+        f"invalid YAML in {params} line {line} column 8: an alias (*a); params.yaml and "
+        "conf/ take none (DVC writes none): write the value out"
+    )
+
+
+def test_a_byte_that_is_not_utf_8_in_conf_names_the_file_line_and_byte(tmp_path):
+    """Issue 52, case 3: an 80-line UnicodeDecodeError traceback."""
+    from pipeline.config import check_conf_yaml
+
+    conf = tmp_path / "conf"
+    shutil.copytree(PROJECT_ROOT / "conf", conf)
+    local = conf / "tracking/local.yaml"
+    text = local.read_bytes()
+    local.write_bytes(text + b'experiment: "caf\xe9"\n')
+    line = text.count(b"\n") + 1
+    with pytest.raises(ConfigError) as err:
+        check_conf_yaml(conf)
+    assert str(err.value) == (
+        f"invalid YAML in {local} line {line} column 17: byte 0xe9 is not "
+        "UTF-8; save the file as UTF-8"
+    )
+
+
+def spoiled_project(tmp_path, problem: str):
+    """A copy of the project's code and conf/ with `problem` in conf/tracking/local.yaml:
+    the anchor bomb, or a byte that is not UTF-8."""
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT_ROOT / "pipeline", project / "pipeline")
+    shutil.copytree(PROJECT_ROOT / "conf", project / "conf")
+    spoiled = anchor_bomb().encode() if problem == "bomb" else b'experiment: "caf\xe9"\n'
+    with (project / "conf/tracking/local.yaml").open("ab") as handle:
+        handle.write(spoiled)
+    return project
+
+
+@pytest.mark.parametrize("problem", ["bomb", "byte"])
+@pytest.mark.parametrize("module", ["pipeline.params", "pipeline.run"])
+def test_a_bomb_or_a_bad_byte_in_conf_is_one_line_from_the_commands(tmp_path, module, problem):
+    """Issue 52, cases 1 and 3: `python -m pipeline.params` ran for minutes on the bomb,
+    and gave 80 lines of traceback on the byte (`pipeline.run`, 15). The timeout only
+    keeps the old behaviour from hanging the suite."""
+    project = spoiled_project(tmp_path, problem)
+    hydra_dir = [] if module == "pipeline.params" else [f"hydra.run.dir={tmp_path / 'run'}"]
+    result = subprocess.run(
+        [sys.executable, "-m", module, *hydra_dir],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 1
+    what = "an alias (*a)" if problem == "bomb" else "byte 0xe9 is not UTF-8"
+    assert result.stderr.startswith("error: invalid YAML in conf/tracking/local.yaml line ")
+    assert what in result.stderr and result.stderr.count("\n") == 1, result.stderr
+    assert not (project / "params.yaml").exists() and not (tmp_path / "run").exists()
+
+
+def test_a_bomb_in_params_yaml_is_one_line_from_a_stage_before_torch_loads(tmp_path):
+    """Issue 52, case 1: `python -m pipeline.stages.train` ran 121 s until killed."""
+    from tests.test_bounds import with_importtime
+
+    (tmp_path / PARAMS_FILE).write_text(composed_yaml() + anchor_bomb())
+    code, imported, other = with_importtime(["-m", "pipeline.stages.train"], tmp_path)
+    assert code == 1 and "torch" not in imported
+    assert len(other) == 1 and other[0].startswith("error: invalid YAML in ")
+    assert f"{PARAMS_FILE} line " in other[0] and "an alias (*a)" in other[0]
+
+
+@pytest.mark.parametrize(
+    ("content", "what"),
+    [
+        ("", "is empty"),
+        ("- 1\n- 2\n", "is a YAML list, not a mapping of the config's groups"),
+        ("train:\n  lr: 0.3\n", "lacks the groups data, task, model, eval, study,"),
+    ],
+)
+def test_an_empty_or_list_shaped_params_yaml_says_so_and_how_to_regenerate_it(
+    tmp_path, content, what
+):
+    """Issue 53, case 4: an empty file was read as the full-size defaults (the data's
+    provenance blamed); a list gave `Index 'grid' (str) is not an int`."""
+    from tests.test_bounds import with_importtime
+
+    (tmp_path / PARAMS_FILE).write_text(content)
+    code, _, other = with_importtime(["-m", "pipeline.stages.train"], tmp_path)
+    assert code == 1 and len(other) == 1, other
+    assert other[0].startswith(f"error: {tmp_path / PARAMS_FILE} {what}")
+    assert other[0].endswith(
+        "it is not the config `python -m pipeline.params` writes; run "
+        "`python -m pipeline.params` to regenerate it from conf/"
+    )

@@ -77,7 +77,11 @@ def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
     monkeypatch.setitem(kinds.VARIANTS, "toy", {"kind": "toy"})
     kinds.register_model("toy", toy, pooling=True)
     try:
-        cfg = validate(compose([*small_overrides(), "debate.cells.lesson-lesson.variant=toy"]))
+        toy_cell = [
+            "~debate.cells.lesson-lesson",
+            "+debate.cells.lesson-toy={task:lesson,variant:toy}",
+        ]
+        cfg = validate(compose([*small_overrides(), *toy_cell]))
         document = debate_cell.run_cell(cfg, "lesson", "toy")
     finally:
         kinds.POOLING_KINDS.discard("toy")

@@ -11,7 +11,8 @@ from pipeline.errors import ConfigError
 from pipeline.memory import check_memory, estimated_bytes, stage_estimates, stage_terms
 
 TOO_BIG = [
-    ("data.sequences=100000000 data.split=[99999640,180,180]", "data.split"),
+    # Issue 49, case 6: refused by the config check (the generate stage's own bound).
+    ("data.sequences=100000000 data.split=[99999640,180,180]", "data.sequences=100000000"),
     ("data.steps=10000000", "data.steps=10000000"),
     ("study.bootstrap=1000000000", "study.bootstrap=1000000000"),
     ("faithfulness.ig_steps=100000000", "faithfulness.ig_steps=100000000"),

@@ -12,12 +12,19 @@ import math
 import re
 from dataclasses import fields, is_dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, get_type_hints
+from typing import Any, get_args, get_origin, get_type_hints
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
+from pipeline.config.bounds import (
+    SEED_KEYS,
+    SEED_RANGE,
+    check_generate_memory,
+    check_integers,
+    check_seeds,
+)
 from pipeline.config.schema import (
     CONF_DIR,
     DEVICES,
@@ -25,12 +32,10 @@ from pipeline.config.schema import (
     DVC_FILES,
     MAX_CURVE_ROWS,
     MAX_EPOCHS,
-    MAX_SEED,
     OUTPUT_DIRS,
     OUTPUTS_NAMED,
     PATH_CHARS,
     POSITIONAL,
-    SEED_KEYS,
     TRACKED_STATE,
     Config,
     StudyConfig,
@@ -182,47 +187,6 @@ def shard_of(study: StudyConfig) -> tuple[int, int] | None:
     return index, count
 
 
-def _check_seeds(cfg: Config) -> None:
-    """Every seed in 0..MAX_SEED, and every run's stream(data.seed + k) too: checked
-    here, not by a traceback after the runs they seed have trained."""
-    seed_range = f"must be an integer in 0..{MAX_SEED} (2**32-1)"
-    data_seed = cfg.data.seed
-    _check(0 <= data_seed <= MAX_SEED, "data.seed", seed_range, data_seed)
-    last = MAX_SEED - data_seed  # the largest run k whose stream(data.seed + k) is in range
-    _check(
-        all(0 <= seed <= last for seed in cfg.train.seeds),
-        "train.seeds",
-        f"each seed must be an integer in 0..{last} (= {MAX_SEED} - data.seed): run k draws "
-        f"from stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
-        list(cfg.train.seeds),
-    )
-    _check(
-        cfg.study.seeds <= last,
-        "study.seeds",
-        f"must be at most {last} (= {MAX_SEED} - data.seed): run k draws from "
-        f"stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
-        cfg.study.seeds,
-    )
-    redraws = min(cfg.faithfulness.sanity_seeds, cfg.study.seeds)
-    offset = cfg.faithfulness.randomisation_offset
-    _check(
-        cfg.study.seeds <= offset <= MAX_SEED - redraws,
-        "faithfulness.randomisation_offset",
-        f"must be an integer in {cfg.study.seeds}..{MAX_SEED - redraws} (study.seeds to "
-        f"2**32-1 - faithfulness.sanity_seeds): a re-drawn run k draws from "
-        "stream((data.seed + offset + k) mod 2**32), never a study run's",
-        offset,
-    )
-    for key, value in (
-        ("study.bootstrap_seed", cfg.study.bootstrap_seed),
-        ("faithfulness.order_seed", cfg.faithfulness.order_seed),
-        ("faithfulness.label_seed", cfg.faithfulness.label_seed),
-        ("faithfulness.robustness_seed", cfg.faithfulness.robustness_seed),
-        ("grid.shuffle_seed", cfg.grid.shuffle_seed),
-    ):
-        _check(0 <= value <= MAX_SEED, key, seed_range, value)
-
-
 def _check_values(cfg: Config) -> None:
     for key, value in _floats(cfg):
         _check(math.isfinite(value), key, "must be a finite number", value)
@@ -252,6 +216,7 @@ def _check_values(cfg: Config) -> None:
         f"sizes must add up to data.sequences={data.sequences}",
         list(data.split),
     )
+    check_generate_memory(cfg)  # the generate stage computes no other estimate
     for key in ("d_k", "d_v"):
         value = getattr(model, key)
         _check(value > 0, f"model.{key}", "must be a positive integer", value)
@@ -337,7 +302,8 @@ def _check_values(cfg: Config) -> None:
         grid.faithfulness_seeds,
     )
     _check_debate(cfg)
-    _check_seeds(cfg)
+    check_seeds(cfg)
+    check_integers(cfg)  # after the keys' own bounds, which say more
     _check_tracking(cfg)
 
 
@@ -349,7 +315,7 @@ def _check_cells(
     tasks: tuple[list[str], str] | None = None,
 ) -> None:
     """Each cell of the grid or the debate: one of `tasks` (the names and a note; by
-    default every task) and one of `variants`."""
+    default every task) and one of `variants`, under the key <task>-<variant>."""
     names, task_note = (list(TASKS), "") if tasks is None else tasks
     for name, cell in cells.items():
         key = f"{group}.cells.{name}"
@@ -357,6 +323,14 @@ def _check_cells(
         _check(cell.task in names, f"{key}.task", allowed_tasks, cell.task)
         allowed = f"allowed: {', '.join(variants)}{note}"
         _check(cell.variant in variants, f"{key}.variant", allowed, cell.variant)
+        # DVC's foreach names the stage and its output after the key (grid@<key>,
+        # reports/grid/<key>.json) and the cell writes <task>-<variant>.json: any
+        # other key trained, then failed in DVC for the missing output.
+        if name != f"{cell.task}-{cell.variant}":
+            raise ConfigError(
+                f"invalid config value {key}: a cell's key must be its <task>-<variant> "
+                f"(DVC names its stage and output after it), here {cell.task}-{cell.variant}"
+            )
 
 
 def _singling_out_tasks(steps: int) -> list[str]:
@@ -442,7 +416,10 @@ def _allowed_keys(key: str) -> list[str]:
     """The keys of the config section that holds `key` (`data.foo` -> data's keys)."""
     node: Any = Config
     for part in key.split(".")[:-1]:
-        node = get_type_hints(node).get(part) if is_dataclass(node) else None
+        if get_origin(node) is dict:  # a named entry (grid.cells.<name>): its value type
+            node = get_args(node)[1]
+        else:
+            node = get_type_hints(node).get(part) if is_dataclass(node) else None
     return [item.name for item in fields(node)] if is_dataclass(node) else []
 
 
@@ -469,7 +446,7 @@ def validate(raw: DictConfig | dict) -> Config:
         if allowed and "not in" in reason:  # an unknown key: say which ones exist
             reason += f"; allowed: {', '.join(allowed)}"
         if key.split("[")[0] in SEED_KEYS:  # a float, a string: say what a seed may be
-            reason += f"; allowed: an integer in 0..{MAX_SEED} (2**32-1)"
+            reason += f"; allowed: {SEED_RANGE.removeprefix('must be ')}"
         raise ConfigError(f"invalid config value {key}: {reason}") from None
     cfg: Config = OmegaConf.to_object(merged)  # type: ignore[assignment]
     _check_values(cfg)

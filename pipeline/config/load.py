@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
+from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
@@ -22,12 +24,9 @@ def compose(overrides: list[str] | None = None) -> DictConfig:
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    try:
-        with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
-            return hydra_compose(config_name="config", overrides=overrides or [])
-    except Exception:
-        check_conf_yaml()  # a YAML syntax error: one line with file, line and column
-        raise
+    check_conf_yaml()  # before Hydra reads conf/: a syntax error, a bomb, a bad byte
+    with initialize_config_dir(config_dir=str(CONF_DIR), version_base=None):
+        return hydra_compose(config_name="config", overrides=overrides or [])
 
 
 def composed_yaml(overrides: list[str] | None = None) -> str:
@@ -115,20 +114,62 @@ def check_group_options(argv: list[str], conf_dir: Path = CONF_DIR) -> None:
 
 
 def check_conf_yaml(conf_dir: Path = CONF_DIR) -> None:
-    """Parse every YAML file of conf/; the first syntax error becomes a one-line
-    ConfigError naming the file, line and column (Hydra would print a traceback)."""
+    """Check every YAML file of conf/ (`checked_yaml`) before Hydra reads them: the
+    first problem becomes a one-line ConfigError naming the file (Hydra would print a
+    traceback, or expand an alias bomb for minutes)."""
     for path in sorted(conf_dir.rglob("*.yaml")):
+        text = checked_yaml(path)
         try:
-            yaml.safe_load(path.read_text())
+            yaml.safe_load(text)  # what the events do not see: a tag, a duplicate anchor
         except yaml.YAMLError as err:
             raise ConfigError(yaml_error(path, err)) from None
 
 
-def yaml_error(path: Path, err: yaml.YAMLError) -> str:
+def checked_yaml(path: Path) -> str:
+    """The text of a YAML file of ours (params.yaml, conf/), refused in one line naming
+    the file and the place when it is not UTF-8, not YAML, or uses an alias.
+
+    An alias is refused outright: DVC writes none, conf/ has none, and OmegaConf copies
+    every alias's value, so 9 levels of 9 aliases in a 2.5 kB file ran for minutes
+    ("billion laughs"). The scan reads yaml's events, which never expand an alias."""
+    data = path.read_bytes()
     try:
-        name = path.resolve().relative_to(PROJECT_ROOT)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        column = err.start - data.rfind(b"\n", 0, err.start)
+        raise ConfigError(
+            f"invalid YAML in {_shown(path)} line {line} column {column}: byte "
+            f"0x{data[err.start]:02x} is not UTF-8; save the file as UTF-8"
+        ) from None
+    try:
+        for event in yaml.parse(text, Loader=_LOADER):
+            if isinstance(event, yaml.AliasEvent):
+                mark = event.start_mark
+                raise ConfigError(
+                    f"invalid YAML in {_shown(path)} line {mark.line + 1} column "
+                    f"{mark.column + 1}: an alias (*{event.anchor}); params.yaml and conf/ "
+                    "take none (DVC writes none): write the value out"
+                )
+    except yaml.YAMLError as err:
+        raise ConfigError(yaml_error(path, err)) from None
+    return text
+
+
+# The pure-Python parser, whose messages the one-line errors quote (libyaml's differ).
+_LOADER = yaml.SafeLoader
+
+
+def _shown(path: Path) -> Path:
+    """A file of the project relative to its root, another as given."""
+    try:
+        return path.resolve().relative_to(PROJECT_ROOT)
     except ValueError:
-        name = path
+        return path
+
+
+def yaml_error(path: Path, err: yaml.YAMLError) -> str:
+    name = _shown(path)
     mark = getattr(err, "problem_mark", None)
     where = f" line {mark.line + 1} column {mark.column + 1}" if mark else ""
     problem = getattr(err, "problem", None) or " ".join(str(err).split())
@@ -143,14 +184,35 @@ def load_params(path: Path | None = None) -> Config:
     path = path or Path.cwd() / PARAMS_FILE
     if not path.exists():
         raise ConfigError(f"missing {path}: run `python -m pipeline.params` to write it")
+    text = checked_yaml(path)
     try:
-        raw = OmegaConf.load(path)
+        _check_shape(path, yaml.load(text, Loader=_LOADER))  # noqa: S506 (a safe loader)
+        raw = OmegaConf.load(io.StringIO(text))
     except yaml.YAMLError as err:
         raise ConfigError(yaml_error(path, err)) from None
     try:
         return validate(raw)
     except ConfigError as err:
         raise ConfigError(f"{err}{_rejected_value_hint(path)}") from None
+
+
+def _check_shape(path: Path, document: Any) -> None:
+    """params.yaml is the whole composed config, every group of the schema: an empty
+    file was read as the full-size defaults (and the data's provenance blamed), a list
+    failed with `Index 'grid' (str) is not an int`."""
+    groups = [item.name for item in fields(Config)]
+    if isinstance(document, dict) and set(groups) <= set(document):
+        return
+    if not document:
+        what = "is empty"
+    elif not isinstance(document, dict):
+        what = f"is a YAML {type(document).__name__}, not a mapping of the config's groups"
+    else:
+        what = f"lacks the groups {', '.join(g for g in groups if g not in document)}"
+    raise ConfigError(
+        f"{path} {what}: it is not the config `python -m pipeline.params` writes; run "
+        "`python -m pipeline.params` to regenerate it from conf/"
+    )
 
 
 def _rejected_value_hint(path: Path) -> str:

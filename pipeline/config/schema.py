@@ -25,16 +25,9 @@ MAX_CURVE_ROWS = 1_000_000  # train.epochs x len(train.seeds)
 # the tables (int64), torch.Generator.manual_seed (study.bootstrap_seed, < 2**64),
 # numpy's default_rng (faithfulness.order_seed with each run's seed, >= 0), and the
 # lesson's 32-bit stream. Run k draws from stream(data.seed + k), so data.seed + k
-# stays in the range too.
+# stays in the range too. Every seed key (pipeline/config/bounds.py's SEED_KEYS, the
+# fields named *seed, and train.seeds) takes this range.
 MAX_SEED = 2**32 - 1
-SEED_KEYS = (
-    "data.seed",
-    "train.seeds",
-    "study.bootstrap_seed",
-    "faithfulness.order_seed",
-    "grid.shuffle_seed",
-    "debate.permutation_seed",
-)
 # The pipeline writes, replaces and deletes its outputs only here, never a source,
 # config or store file: those are what a run must not lose. DVC reads its own files
 # wherever they are, and keeps a .gitignore in each output folder, so no path part

@@ -81,8 +81,6 @@ def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
     code 1, and a sweep's job with a failed record, so that the other jobs still run
     and are logged.
     A job whose sweep is gone ends its process and publishes nothing."""
-    from pipeline.memory import check_memory  # torch: only where a job computes
-
     # Exact where JobFolderCheck resolved a sweep's subdir as job 0 would: a job whose
     # own folder is refused writes nothing more there (no job.json, no metrics.json).
     folder = output_dir()
@@ -94,6 +92,10 @@ def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
         follow_sweep(record)
     try:
         cfg = validate(raw)
+        # torch: only where a job computes, once its config passed (a bad value is one
+        # line at once, not after torch's start-up)
+        from pipeline.memory import check_memory
+
         check_memory(cfg)
         record |= {"status": "finished", "result": task(cfg)}
     except OrphanedError as err:

@@ -45,10 +45,31 @@ def _stopped_while_importing(signum: int, _frame) -> None:
     os._exit(128 + signum)
 
 
+def _fail(message: str, code: int) -> None:
+    with contextlib.suppress(OSError):  # an orphan's stderr may be a closed pipe
+        print(message, file=sys.stderr)
+    sys.exit(code)
+
+
+def _check_params_first() -> None:
+    """Check params.yaml before the stage's own imports (torch, seconds): a bad value, a
+    huge integer, an alias bomb or a bad byte is one line at once. The stage reads it
+    again; a missing file is its to report."""
+    from pipeline.config import PARAMS_FILE, load_params
+
+    if sys.argv[1:] in (["-h"], ["--help"]) or not os.path.exists(PARAMS_FILE):
+        return
+    try:
+        load_params()
+    except PipelineError as err:
+        _fail(f"error: {err}", 1)
+
+
 if _started_as_stage():
     files.watch_launcher()
     signal.signal(signal.SIGINT, _stopped_while_importing)  # until `entry` takes over
     signal.signal(signal.SIGTERM, _stopped_while_importing)
+    _check_params_first()
 
 
 def cell_arguments(argv: list[str] | None, doc: str) -> tuple[str, str]:
@@ -68,12 +89,6 @@ def cell_arguments(argv: list[str] | None, doc: str) -> tuple[str, str]:
         allowed = ", ".join(VARIANTS)
         raise ConfigError(f"unknown model variant {args.variant!r}; allowed: {allowed}")
     return args.task, args.variant
-
-
-def _fail(message: str, code: int) -> None:
-    with contextlib.suppress(OSError):  # an orphan's stderr may be a closed pipe
-        print(message, file=sys.stderr)
-    sys.exit(code)
 
 
 def entry(main: Callable[[], None]) -> None:
