@@ -112,6 +112,10 @@ def test_the_generate_stage_s_size_is_refused_with_the_config():
 def test_the_generate_stage_refuses_it_before_writing(tmp_path, monkeypatch, run_entry):
     from pipeline.stages import generate
 
+    def never(*args):  # what ran until killed: fail at once instead (the old code)
+        raise AssertionError("generate started on 10**8 sequences")
+
+    monkeypatch.setattr(generate.data, "generate", never)
     monkeypatch.chdir(tmp_path)
     params = yaml.safe_load(composed_yaml())
     params["data"] |= {"sequences": 100_000_000, "split": [99_999_940, 30, 30]}
