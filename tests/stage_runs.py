@@ -127,3 +127,6 @@ NAMES = {
     "grid": [*(f"grid {t}-{v}" for t, v in GRID_CELLS), "next_lesson"],
     "debate": [*(f"debate {t}-{v}" for t, v in DEBATE_CELLS), "debate_figures"],
 }
+# (group, output) per test, and its id: one test per stage in each tier.
+CASES = [(group, name) for group, names in NAMES.items() for name in names]
+IDS = [name.replace(" ", "-") for _, name in CASES]

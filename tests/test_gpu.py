@@ -71,11 +71,7 @@ def outputs() -> dict[str, tuple[dict[str, bytes], dict[str, bytes]]]:
     return {}
 
 
-@pytest.mark.parametrize(
-    "group, name",
-    [(group, name) for group, names in stage_runs.NAMES.items() for name in names],
-    ids=[name.replace(" ", "-") for names in stage_runs.NAMES.values() for name in names],
-)
+@pytest.mark.parametrize("group, name", stage_runs.CASES, ids=stage_runs.IDS)
 def test_each_stage_on_the_gpu_writes_the_cpu_s_bytes(group, name, outputs):
     if group not in outputs:
         outputs[group] = tuple(
