@@ -312,7 +312,7 @@ def test_a_cell_trains_as_the_grid_says_not_as_the_lesson_does():
     ("override", "message"),
     [
         ("grid.lr=0", "invalid config value grid.lr=0.0: must be a finite number > 0"),
-        ("grid.epochs=0", "invalid config value grid.epochs=0: must be in 1..100000"),
+        ("grid.epochs=0", "invalid config value grid.epochs=0: must be an integer in 1..100000"),
     ],
 )
 def test_the_grid_s_training_is_checked(override, message):

@@ -370,7 +370,7 @@ def test_track_stage_with_tracking_disabled_logs_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv("DVC_ROOT", str(tmp_path))
     track.main()
     state = yaml.safe_load((tmp_path / ".mlflow-state.json").read_text())
-    assert state == {"experiment": None, "state": None}
+    assert state == {"experiment": None}
     assert not (tmp_path / "mlflow.db").exists()
 
 

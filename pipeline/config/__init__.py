@@ -1,6 +1,7 @@
-"""Config: the schema (schema.py), its validation (checks.py), the memory bound
-(memory.py) and loading conf/ or params.yaml (load.py). The names every other
-package uses are imported here."""
+"""Config: the schema (schema.py), its validation (checks.py, with each number's
+range in ranges.py, the outputs' paths in outputs.py, the cells in cells.py and the
+seeds and ceilings in bounds.py) and loading conf/ or params.yaml (load.py). The
+names every other package uses are imported here."""
 
 from pipeline.config.checks import shard_of, validate
 from pipeline.config.load import (

@@ -51,7 +51,9 @@ def value_at(cfg: Any, key: str) -> Any:
     return reduce(getattr, key.split("."), cfg)
 
 
-def _check(ok: bool, key: str, allowed: str, value: Any) -> None:
+def check(ok: bool, key: str, allowed: str, value: Any) -> None:
+    """Refuse `key`'s `value` unless `ok`, in one line: the key, the value, what is
+    allowed (every config check's form)."""
     if not ok:
         raise ConfigError(f"invalid config value {key}={value!r}: {allowed}")
 
@@ -62,16 +64,16 @@ def check_seeds(cfg: Config) -> None:
     each seed's generator (the lesson's 32-bit stream, numpy's default_rng, torch's
     Generator.manual_seed, int64 tables) accepts it."""
     data_seed = cfg.data.seed
-    _check(0 <= data_seed <= MAX_SEED, "data.seed", SEED_RANGE, data_seed)
+    check(0 <= data_seed <= MAX_SEED, "data.seed", SEED_RANGE, data_seed)
     last = MAX_SEED - data_seed  # the largest run k whose stream(data.seed + k) is in range
-    _check(
+    check(
         all(0 <= seed <= last for seed in cfg.train.seeds),
         "train.seeds",
         f"each seed must be an integer in 0..{last} (= {MAX_SEED} - data.seed): run k draws "
         f"from stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
         list(cfg.train.seeds),
     )
-    _check(
+    check(
         cfg.study.seeds <= last,
         "study.seeds",
         f"must be at most {last} (= {MAX_SEED} - data.seed): run k draws from "
@@ -80,7 +82,7 @@ def check_seeds(cfg: Config) -> None:
     )
     redraws = min(cfg.faithfulness.sanity_seeds, cfg.study.seeds)
     offset = cfg.faithfulness.randomisation_offset
-    _check(
+    check(
         cfg.study.seeds <= offset <= MAX_SEED - redraws,
         "faithfulness.randomisation_offset",
         f"must be an integer in {cfg.study.seeds}..{MAX_SEED - redraws} (study.seeds to "
@@ -91,7 +93,7 @@ def check_seeds(cfg: Config) -> None:
     for key in SEED_KEYS:
         if key not in ("data.seed", "train.seeds"):  # checked above, against each other
             value = value_at(cfg, key)
-            _check(0 <= value <= MAX_SEED, key, SEED_RANGE, value)
+            check(0 <= value <= MAX_SEED, key, SEED_RANGE, value)
 
 
 def _integers(node: Any, prefix: str = ""):
@@ -111,7 +113,7 @@ def check_integers(cfg: Config) -> None:
     bounds of their own, and the memory estimate sizes the rest exactly, but only once
     torch is loaded; `debate.seeds=10**26` is refused here at once."""
     for key, value in _integers(cfg):
-        _check(
+        check(
             value <= MAX_COUNT,
             key,
             f"must be at most {MAX_COUNT} (2**33): each unit of a size or count takes at "

@@ -1,10 +1,12 @@
 """Stage track: log the pipeline's state to MLflow (once per distinct state).
 
-DVC runs it on every `dvc repro` (always_changed): a deleted or replaced store
-gets the current state again. When the store has the state, the stage reads
-metrics.json and dvc.lock and the store's record (pipeline/tracking/record.py),
-and is done in a fraction of a second (neither mlflow nor pandas nor torch is
-imported).
+DVC runs it when anything it logs changes, or when its marker (paths.tracked_state)
+is missing: a fresh clone, a pulled experiment. DVC cannot see inside the store, so
+the stage asks it whether the state is there: a store deleted or replaced, or the
+run deleted, gets the state again (at once with `dvc repro -sf track`). When the
+store has the state, the stage reads metrics.json and dvc.lock and the store's
+record (pipeline/tracking/record.py), and is done in a fraction of a second (neither
+mlflow nor pandas nor torch is imported).
 """
 
 from __future__ import annotations
@@ -83,20 +85,28 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
     if run_id is None:
         state = read_state(cfg, root)
         run_id, logged = tracking.log_state(state)
-        digest = state.digest
     # A params.yaml rewritten while this stage ran (`dvc exp run -S` during a repro)
     # would be recorded in dvc.lock beside outputs made from the old values.
     provenance.check_params_unchanged(cfg, "track")
     print(f"{'logged' if logged else 'already logged'}: run {run_id} in {uri}")
-    write_json(cfg.paths.tracked_state, {"experiment": cfg.tracking.experiment, "state": digest})
+    write_marker(cfg)
     return uri
+
+
+def write_marker(cfg: Config) -> None:
+    """The stage's output: which experiment the workspace logs to, null when tracking is
+    off. Not the state's digest: after `dvc exp run` and the way back to the lesson
+    (README), a digest would stay the experiment's while dvc.lock records the lesson's,
+    and `dvc status` would call the stage changed; the store holds the states."""
+    experiment = cfg.tracking.experiment if cfg.tracking.enabled else None
+    write_json(cfg.paths.tracked_state, {"experiment": experiment})
 
 
 def main() -> None:
     cfg = load_params()  # computes nothing: no memory bound, no torch
     if not cfg.tracking.enabled:
         print("tracking disabled (tracking.enabled=false)")
-        write_json(cfg.paths.tracked_state, {"experiment": None, "state": None})
+        write_marker(cfg)
         return
     metrics, study = read_json(cfg.paths.metrics), read_json(cfg.paths.study_summary)
     uri = log_once(cfg, metrics, study)
