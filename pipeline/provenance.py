@@ -8,7 +8,8 @@ reads now and against the bytes on disk. So outputs made from other params (a
 `dvc exp run -S` rewrote params.yaml during a `dvc repro`), half-published by a
 killed run, or edited by hand are refused with one line, never built upon.
 
-Plain YAML, JSON and hashlib only: the track stage runs this on every repro.
+Plain YAML, JSON and hashlib only: the track stage runs this each time it runs,
+and its no-op path stays light.
 """
 
 from __future__ import annotations

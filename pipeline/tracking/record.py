@@ -1,7 +1,7 @@
 """The store's record of the state logged last: the track stage's no-op check.
 
-The track stage runs on every `dvc repro`, so it must know without importing
-mlflow whether the store holds the current state. After logging a state, or
+The track stage runs whenever what it logs changes, so it must know without
+importing mlflow whether the store holds the current state. After logging a state, or
 finding it through MLflow's client, `remember` writes a record of our own beside
 the SQLite database, `mlflow.db.state.json`: the experiment, the state's digest,
 the parent run, and the database file as it was then (device, inode, size,
