@@ -74,7 +74,7 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
     document, steps = evaluate.run(cfg, frame, summary, params)
     study, study_summary = seed_study.run(cfg, frame)
     battery, battery_seeds, battery_summary = faithfulness.run(cfg, frame, lesson, study)
-    markdown, pngs, weights = report.run(
+    markdown, pngs, weights, page = report.run(
         cfg,
         _read_back(document),
         _as_read(steps),
@@ -87,7 +87,10 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
         "evaluate": as_json(document) + parquet_bytes(steps),
         "study": parquet_bytes(study) + as_json(study_summary),
         "faithfulness": as_json(battery) + parquet_bytes(battery_seeds) + as_json(battery_summary),
-        "report": markdown.encode() + b"".join(pngs.values()) + parquet_bytes(weights),
+        "report": markdown.encode()
+        + b"".join(pngs.values())
+        + parquet_bytes(weights)
+        + page.encode(),
     }
 
 
