@@ -74,7 +74,7 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
     document, steps = evaluate.run(cfg, frame, summary, params)
     study, study_summary = seed_study.run(cfg, frame)
     battery, battery_seeds, battery_summary = faithfulness.run(cfg, frame, lesson, study)
-    markdown, pngs, weights = report.run(
+    markdown, pngs, weights, page = report.run(
         cfg,
         _read_back(document),
         _as_read(steps),
@@ -87,14 +87,17 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
         "evaluate": as_json(document) + parquet_bytes(steps),
         "study": parquet_bytes(study) + as_json(study_summary),
         "faithfulness": as_json(battery) + parquet_bytes(battery_seeds) + as_json(battery_summary),
-        "report": markdown.encode() + b"".join(pngs.values()) + parquet_bytes(weights),
+        "report": markdown.encode()
+        + b"".join(pngs.values())
+        + parquet_bytes(weights)
+        + page.encode(),
     }
 
 
 def grid_cells(cfg: Config) -> dict[str, bytes]:
     """One grid cell of each model kind, and next_lesson's figures and section from them."""
     from pipeline.analysis import grid
-    from pipeline.reporting.figures import next_lesson_figures
+    from pipeline.reporting.grid_figures import next_lesson_figures
     from pipeline.reporting.next_lesson import experiments, next_lesson_section
 
     documents = {f"grid {t}-{v}": grid.run_cell(cfg, t, v) for t, v in GRID_CELLS}
@@ -110,7 +113,7 @@ def grid_cells(cfg: Config) -> dict[str, bytes]:
 def debate_cells(cfg: Config) -> dict[str, bytes]:
     """Every debate cell, and debate_figures' figures from them."""
     from pipeline.debate.cell import run_cell
-    from pipeline.reporting.figures import debate_figures
+    from pipeline.reporting.debate_figures import debate_figures
 
     documents = {f"debate {t}-{v}": run_cell(cfg, t, v) for t, v in DEBATE_CELLS}
     pngs = debate_figures([_read_back(document) for document in documents.values()])

@@ -11,7 +11,7 @@ import pytest
 
 from pipeline.config import PROJECT_ROOT, compose, validate
 from pipeline.config.load import composed_yaml
-from pipeline.reporting.figures import debate_figures
+from pipeline.reporting.debate_figures import debate_figures
 from pipeline.stages import debate_figures as stage
 from tests.conftest import write_cells
 

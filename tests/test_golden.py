@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pipeline.config import PROJECT_ROOT
-from pipeline.reporting.report import first_example_weights
+from pipeline.reporting.lesson_tables import first_example_weights
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import GOLDEN_FIRST_WEIGHTS, assert_golden
 

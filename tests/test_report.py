@@ -26,7 +26,8 @@ from pipeline.config import (
 from pipeline.config.load import composed_yaml
 from pipeline.errors import ConfigError
 from pipeline.models import frames
-from pipeline.reporting import figures, reading, report
+from pipeline.reporting import faithfulness_reading, figures, reading, report, study_reading
+from pipeline.reporting.inputs import ReportInputs
 from pipeline.stages import evaluate, generate, train
 from pipeline.stages import faithfulness as faithfulness_stage
 from pipeline.stages import report as report_stage
@@ -122,7 +123,7 @@ def workdir(tmp_path, monkeypatch, small_lesson, small_study, small_battery) -> 
 
 
 def stage_outputs(root: Path) -> dict[str, bytes]:
-    names = ["reports/report.md", "reports/step_weights.csv"]
+    names = ["reports/report.md", "reports/report.html", "reports/step_weights.csv"]
     names += [f"reports/figures/{name}" for name in sorted(FIGURES)]
     return {name: (root / name).read_bytes() for name in names}
 
@@ -172,8 +173,8 @@ def test_step_weights_are_one_mean_per_seed_and_step(workdir):
 
 
 def test_figures_are_deterministic_pngs(small_cfg, small_lesson, small_study, small_battery):
-    _, first, _ = report_stage.run(small_cfg, *small_lesson, small_study, small_battery)
-    _, again, _ = report_stage.run(small_cfg, *small_lesson, small_study, small_battery)
+    _, first, _, _ = report_stage.run(small_cfg, *small_lesson, small_study, small_battery)
+    _, again, _, _ = report_stage.run(small_cfg, *small_lesson, small_study, small_battery)
     assert set(first) == FIGURES and first == again
     for png in first.values():
         assert png.startswith(PNG_SIGNATURE)
@@ -193,9 +194,9 @@ def test_long_seed_lists_cap_the_per_seed_figures(small_lesson):
     assert len(heatmaps) == figures.MAX_SEEDS_SHOWN
     # The report says so, and why.
     images = {"weights": [(f.caption, f.name) for f in pngs if f.section == "weights"]}
-    markdown = report.markdown_report(many, steps, Config(), False, images)
+    markdown = report.markdown_report(ReportInputs(Config(), many, steps, False, images))
     assert "Heatmaps for the first 4 of 6 runs only: one picture per run" in markdown
-    single = report.markdown_report(document, steps, Config(), False, images)
+    single = report.markdown_report(ReportInputs(Config(), document, steps, False, images))
     assert "Heatmaps for the first" not in single
 
 
@@ -215,9 +216,9 @@ def test_lesson_config_is_the_default_up_to_tracking_and_paths(default_cfg, smal
 
 
 def test_golden_values_appear_only_for_the_lesson_config(default_cfg, committed_lesson):
-    lesson, _, _ = report_stage.run(default_cfg, *committed_lesson)
+    lesson, *_ = report_stage.run(default_cfg, *committed_lesson)
     other_cfg = replace(default_cfg, eval=EvalConfig(low_effect=0.1))
-    other, _, _ = report_stage.run(other_cfg, *committed_lesson)
+    other, *_ = report_stage.run(other_cfg, *committed_lesson)
     assert "held-out (lesson)" in lesson and "marker mass (lesson)" in lesson
     assert "run 1 (lesson)" in lesson
     assert "Every number matches the lesson's at 4 decimals." in lesson
@@ -301,14 +302,14 @@ def hand_summary(share: float, percentile: float) -> dict:
 
 def test_study_reading_says_what_each_number_measures():
     table = pd.DataFrame({"argmax_hit": [1.0, 1.0, 0.2], "marker_mass": [0.3, 0.9, 0.1]})
-    text = reading.study_reading(hand_summary(0.02, 0.03), table)
+    text = study_reading.study_reading(hand_summary(0.02, 0.03), table)
     assert "2% of the 4950 pairs of seeds differ by at least the lesson's gap 0.1056" in text
     assert "a gap that large is rare" in text
     assert "run 1 (held-out 0.8889) beats 3% of the study's seeds: an unlucky seed" in text
     assert "25% of the seeds put more than half of their held-out weight" in text
     # Seed 1 of the table: its top weight finds the step, its mass does not.
     assert "The two measures disagree on 1 seeds (1%)" in text
-    common = reading.study_reading(hand_summary(0.4, 0.95), table.iloc[1:])
+    common = study_reading.study_reading(hand_summary(0.4, 0.95), table.iloc[1:])
     assert "a gap that large is common" in common and "a lucky seed" in common
     assert "disagree" not in common
 
@@ -320,23 +321,84 @@ def test_stage_refuses_a_study_of_another_size(workdir):
         report_stage.main()
 
 
-def test_faithfulness_reading_names_where_metrics_disagree():
-    higher = registry.higher_is_better()
+def committed_battery() -> tuple[dict, dict]:
     reports = PROJECT_ROOT / "reports"
     document = json.loads((reports / "faithfulness.json").read_text())
-    summary = json.loads((reports / "study/faithfulness.json").read_text())
-    text = reading.faithfulness_reading(document, summary, higher)
-    for metric in higher:
-        assert f"- `{metric}`: " in text  # what each number measures
+    return document, json.loads((reports / "study/faithfulness.json").read_text())
+
+
+def test_faithfulness_reading_names_where_metrics_disagree():
+    higher = registry.higher_is_better()
+    document, summary = committed_battery()
+    text = "\n\n".join(faithfulness_reading.faithfulness_reading(document, summary, higher))
+    for key, score in registry.SCORES.items():
+        assert f"- **{score.label}** (`{key}`): " in text  # what each number measures
     assert "Attention's tau_loo is 0.9302 on run 1 and 0.0136 on run 2" in text
     assert "its hit@1 is 0.3444 and 1.0000: the two disagree" in text
     # Paired, with intervals: a winner only where the interval leaves out 0.
-    assert "- `tau_loo`: gradient beats value_norm by 0.4563 (gradient - value_norm [" in text
-    assert "- `hit_at_1`: grad_x_input and loo show no difference" in text
-    assert "on `hit_at_1` against loo (43% against 8%, mean favouring loo by 0.0156)" in text
+    assert "| tau with leave-one-out | higher | gradient | value_norm | +0.4563 [0.4133" in (
+        squeezed(text)
+    )
+    assert "| hit@1 | higher | grad_x_input | loo | +0.0025 [-0.0024, 0.0075] (no difference)" in (
+        squeezed(text)
+    )
+    assert "| hit@1 | loo | 43% | 8% | loo | 0.0156 [0.0076, 0.0239] |" in squeezed(text)
     moved = copy.deepcopy(summary)
     entry = moved["paired"]["hit_at_1"]["loo vs grad_x_input"]
     entry.update(difference=-0.01, ci95_low=-0.02, ci95_high=-0.005)
-    assert "- `hit_at_1`: grad_x_input beats loo by 0.0100" in reading.faithfulness_reading(
-        document, moved, higher
+    table = faithfulness_reading.best_against_next(moved, higher)
+    assert table.loc["hit@1"].tolist() == [
+        "higher",
+        "grad_x_input",
+        "loo",
+        "+0.0100 [0.0050, 0.0200]",
+        "35% / 36%",
+    ]
+
+
+def squeezed(text: str) -> str:
+    """Markdown tables with their padding taken out: `| a | b |`."""
+    return re.sub(r" *\| *", " | ", text)
+
+
+def test_an_amount_and_its_interval_share_their_sign_in_the_better_direction():
+    """Issue 50, item 6: "attention beats grad_x_input by 0.4499" came with the
+    interval [-0.8555, -0.0555] (flips_to_decision, lower is better). By hand: the
+    stored difference attention - grad_x_input is -0.45 [-0.86, -0.06]; fewer flips
+    is better, so attention is ahead by 0.45 [0.06, 0.86]."""
+    entry = {
+        "difference": -0.45,
+        "ci95_low": -0.86,
+        "ci95_high": -0.06,
+        "share_first_better": 0.7,
+        "share_second_better": 0.3,
+    }
+    clause = faithfulness_reading.paired_clause("attention", "grad_x_input", entry, higher=False)
+    assert clause == (
+        "attention beats grad_x_input by 0.4500 [0.0600, 0.8600] (attention better on 70% "
+        "of seeds, grad_x_input on 30%)"
     )
+    behind = faithfulness_reading.paired_clause("attention", "grad_x_input", entry, higher=True)
+    assert behind.startswith("grad_x_input beats attention by 0.4500 [0.0600, 0.8600]")
+    tie = dict(entry, difference=0.01, ci95_low=-0.02, ci95_high=0.05)
+    assert "ahead by -0.0100 [-0.0500, 0.0200], an interval that covers 0" in (
+        faithfulness_reading.paired_clause("attention", "loo", tie, higher=False)
+    )
+
+
+def test_the_committed_report_reads_as_a_teacher_would_want():
+    """Issue 50, item 6: headers carry the registry's labels, the comparisons stand in
+    tables, and every paired amount shares its interval's sign."""
+    markdown = (PROJECT_ROOT / "reports/report.md").read_text()
+    headers = [line for line in markdown.splitlines() if line.startswith("|") and "---" not in line]
+    for key in registry.SCORES:
+        assert not any(f" {key} " in f" {line} " for line in headers if "|" in line[1:]), key
+    section = markdown.split("## Which explanation is faithful?")[1].split("\n## ")[0]
+    # The old paragraph held 12 comparisons, each with two shares of seeds: 24 "%".
+    prose = [line for line in section.splitlines() if not line.startswith("|")]
+    assert max(line.count("%") for line in prose) <= 4
+    for number, low, high in re.findall(
+        r"by (-?\d\.\d{4}) (?:\(\w+ - \w+ )?\[(-?\d\.\d{4}), (-?\d\.\d{4})\]", markdown
+    ):
+        if not float(low) <= 0 <= float(high):
+            assert (float(number) > 0) == (float(low) > 0) == (float(high) > 0), number

@@ -12,7 +12,7 @@ from heldout_lesson import heldout_lesson
 
 from pipeline.analysis import registry, robustness
 from pipeline.config import FaithfulnessConfig
-from pipeline.reporting.report import robustness_table
+from pipeline.reporting.faithfulness_section import robustness_table
 
 FEW = FaithfulnessConfig(ig_steps=8, robustness_samples=4)
 

@@ -15,8 +15,8 @@ from pipeline.config import compose, validate
 from pipeline.config.cells import cell_config
 from pipeline.kinds import VARIANTS
 from pipeline.models import interface
-from pipeline.reporting.reading import sanity_reading
-from pipeline.reporting.report import sanity_table
+from pipeline.reporting.faithfulness_section import sanity_table
+from pipeline.reporting.sanity_reading import sanity_reading
 from pipeline.stages import generate
 
 F64 = torch.float64

@@ -178,6 +178,7 @@ class Score:
     "rationale": the task's rationale, only where it singles out steps."""
 
     key: str
+    label: str  # report.md's column and row headers
     measures: str  # the glossary's line, the better direction in parentheses
     higher_is_better: bool
     against: str = "model"
@@ -188,37 +189,49 @@ SCORES: dict[str, Score] = {
     for score in (
         Score(
             "tau_loo",
+            "tau with leave-one-out",
             "Kendall tau_b between the explainer's step scores and the leave-one-out "
             "effects over all steps (higher: it orders every step as removal does)",
             True,
         ),
         Score(
             "aopc_comprehensiveness",
+            "comprehensiveness (AOPC)",
             "mean drop of P(predicted class) when the explainer's top 1..T-1 steps are "
             "removed (higher: its top steps carry the prediction)",
             True,
         ),
         Score(
             "aopc_sufficiency",
+            "sufficiency (AOPC)",
             "mean drop of P(predicted class) when only its top 1..T-1 steps are kept "
             "(lower: its top steps suffice)",
             False,
         ),
         Score(
             "flips_to_decision",
+            "removals to flip",
             "steps removed in its order until the predicted class flips, T if never "
             "(lower: it finds the decisive steps sooner)",
             False,
         ),
         Score(
             "hit_at_1",
+            "hit@1",
             "share of sequences whose top step is the marked one (higher)",
             True,
             "rationale",
         ),
-        Score("marked_rank", "mean rank of the marked step, 1 the top (lower)", False, "rationale"),
+        Score(
+            "marked_rank",
+            "rank of the marked step",
+            "mean rank of the marked step, 1 the top (lower)",
+            False,
+            "rationale",
+        ),
         Score(
             "auprc",
+            "AUPRC",
             "average precision of the scores against the marked step (higher)",
             True,
             "rationale",

@@ -209,6 +209,7 @@ class PathsConfig:
     metrics: str = "reports/metrics.json"
     step_table: str = "reports/steps.csv"
     report: str = "reports/report.md"
+    report_html: str = "reports/report.html"  # report.md with its figures embedded
     headline: str = "reports/headline.json"
     figures: str = "reports/figures"
     step_weights: str = "reports/step_weights.csv"

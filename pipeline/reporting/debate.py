@@ -13,7 +13,7 @@ from pipeline.config.cells import cell_label
 
 LN2 = math.log(2)  # the largest JSD in natural log
 CLOSE_TVD = 0.05  # a model-consistent adversary that keeps its outputs this close
-CAPTIONS = {  # the debate_figures stage's PNGs (reporting/figures.py's debate_figures)
+CAPTIONS = {  # the debate_figures stage's PNGs (reporting/debate_figures.py)
     "adversary_jsd.png": "the exact adversary's largest JSD against the largest weight",
     "permuted_change.png": "the output's change under permuted weights against the largest weight",
     "deception.png": "deceptive attention: accuracy and the rationale's weight against lam",

@@ -22,11 +22,11 @@ import pandas as pd
 
 from pipeline.analysis import registry
 from pipeline.analysis.registry import ATTENTION, RANDOM, competitors
-from pipeline.reporting.reading import covers_zero, paired_clause, paired_entry
+from pipeline.reporting.faithfulness_reading import covers_zero, paired_clause, paired_entry
 from pipeline.reporting.summary import interval
 from pipeline.tasks import task_module
 
-CAPTIONS = {  # the figures' captions in report.md (pipeline/reporting/figures.py draws them)
+CAPTIONS = {  # the figures' captions in report.md (pipeline/reporting/grid_figures.py draws)
     "heads_accuracy.png": "Held-out accuracy per seed on the two-patterns task, one row per model",
     "order_accuracy.png": "Held-out accuracy per seed on the order tasks, against shuffled steps",
     "heads_mass_entropy.png": "Per seed and head: marker mass against the weights' entropy",
@@ -199,24 +199,25 @@ def faithfulness_row(cell: dict) -> dict:
     battery = cell["faithfulness"]
     explainers = battery["explainers"]
     attention = explainers[ATTENTION]
+    tau, hit = (registry.SCORES[key].label for key in ("tau_loo", "hit_at_1"))
     row = {
         "task": cell["task"],
         "model": cell["variant"],
         "seeds": str(battery["seeds"]),
-        "attention tau_loo": interval(attention["tau_loo"]),
-        "random tau_loo": f"{explainers[RANDOM]['tau_loo']['mean']:.4f}",
+        f"attention {tau}": interval(attention["tau_loo"]),
+        f"random {tau}": f"{explainers[RANDOM]['tau_loo']['mean']:.4f}",
     }
     best = max(
         competitors(list(explainers), "tau_loo"),
         key=lambda name: explainers[name]["tau_loo"]["mean"],
     )
-    row["best tau_loo"] = f"{best} {explainers[best]['tau_loo']['mean']:.4f}"
+    row[f"best {tau}"] = f"{best} {explainers[best]['tau_loo']['mean']:.4f}"
     if "hit_at_1" in attention:  # only the metrics that apply to the task are there
-        row["attention hit@1"] = interval(attention["hit_at_1"])
-        row["random hit@1"] = f"{explainers[RANDOM]['hit_at_1']['mean']:.4f}"
+        row[f"attention {hit}"] = interval(attention["hit_at_1"])
+        row[f"random {hit}"] = f"{explainers[RANDOM]['hit_at_1']['mean']:.4f}"
     else:
-        row["attention hit@1"] = "does not apply"
-        row["random hit@1"] = "-"
+        row[f"attention {hit}"] = "does not apply"
+        row[f"random {hit}"] = "-"
     return row
 
 
@@ -317,6 +318,8 @@ def sanity_table(cells: list[dict]) -> str:
     # The declared explainers in the registry's order, random last; per-head rows aside.
     shown = [name for name in [*registry.EXPLAINERS, RANDOM] if any(name in row for row in rows)]
     frame = pd.DataFrame(rows).reindex(columns=["task", "variant", *shown])
+    # Spaced names, so that the twelve columns can wrap to the page.
+    frame = frame.rename(columns=lambda name: name.replace("_", " "))
     return frame.fillna("-").to_markdown(index=False, disable_numparse=True)
 
 
@@ -352,11 +355,12 @@ def next_lesson_section(cells: list[dict], images: list[str]) -> str:
         "",
         f"The faithfulness battery on each cell's first "
         f"{', '.join(map(str, battery_seeds))} seeds (grid.faithfulness_seeds), mean over "
-        "seeds with a 95% bootstrap interval. tau_loo: Kendall tau between a score and the "
+        "seeds with a 95% bootstrap interval. tau with leave-one-out (tau_loo): Kendall tau "
+        "between a score and the "
         "effect of removing each step (faithfulness, against the model); hit@1: the top "
         "step is one that decides the label (plausibility, against the task's rationale: "
         "the marked step; for rise, it and the step before; for two_patterns every step, "
-        "where hit@1 is always 1 and does not apply). best tau_loo: the explainer with the "
+        "where hit@1 is always 1 and does not apply). best: the explainer with the "
         "highest mean, leave-one-out itself aside. reports/grid/<cell>.json has every "
         "explainer and metric.",
         "",
@@ -374,7 +378,7 @@ def next_lesson_section(cells: list[dict], images: list[str]) -> str:
         "",
         sanity_table(cells),
         "",
-        *[f"![{CAPTIONS.get(Path(image).name, Path(image).stem)}]({image})" for image in images],
+        *[f"![{CAPTIONS.get(Path(image).name, Path(image).stem)}]({image})\n" for image in images],
         "",
     ]
     return "\n".join(lines)

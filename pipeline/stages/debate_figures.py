@@ -15,7 +15,7 @@ from pipeline.stages import entry
 
 def main() -> None:
     cfg = load_params()  # reads the cells, computes nothing large
-    from pipeline.reporting.figures import debate_figures
+    from pipeline.reporting.debate_figures import debate_figures
 
     cells = provenance.grid_cells(cfg, stage="debate")
     out = Path(cfg.paths.debate_figures)

@@ -13,7 +13,7 @@ from pipeline.memory import check_memory
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.train import device_and_dtype
-from pipeline.reporting.report import text_tables
+from pipeline.reporting.lesson_tables import text_tables
 from pipeline.stages import entry
 
 

@@ -16,7 +16,7 @@ from pipeline.stages import entry
 
 def main() -> None:
     cfg = load_params()  # reads the cells, computes nothing large
-    from pipeline.reporting.figures import next_lesson_figures
+    from pipeline.reporting.grid_figures import next_lesson_figures
 
     cells = provenance.grid_cells(cfg)
     pngs = next_lesson_figures(*experiments([document for _, document in cells]))

@@ -1,4 +1,5 @@
-"""Stage report: tables, a plain-language reading and figures -> report.md, PNGs, plot data."""
+"""Stage report: tables, a plain-language reading and figures -> report.md, report.html
+(the same, figures embedded), PNGs, plot data."""
 
 from __future__ import annotations
 
@@ -23,11 +24,38 @@ from pipeline.files import (
     write_text,
 )
 from pipeline.memory import check_memory
-from pipeline.reporting import figures, report
-from pipeline.reporting.debate import debate_section
+from pipeline.reporting import faithfulness_figures, figures, study_figures
+from pipeline.reporting.drawing import Plot
 from pipeline.reporting.headline import headline
-from pipeline.reporting.next_lesson import next_lesson_section
+from pipeline.reporting.html_report import html_report
+from pipeline.reporting.inputs import ReportInputs
+from pipeline.reporting.lesson_tables import step_weights
+from pipeline.reporting.report import TITLE, markdown_report
 from pipeline.stages import entry
+
+
+def plots(
+    cfg: Config,
+    document: dict,
+    steps: pd.DataFrame,
+    curves: pd.DataFrame,
+    study: tuple[dict, pd.DataFrame] | None = None,
+    faithfulness: tuple[dict, dict, pd.DataFrame] | None = None,
+) -> list[Plot]:
+    """The report stage's own figures."""
+    high, low = cfg.eval.high_weight, cfg.eval.low_effect
+    drawn = figures.lesson_figures(document, steps, curves, high, low)
+    if study is not None:
+        summary, table = study
+        gaps = stats.pair_gap_counts(torch.tensor(table["heldout_accuracy"].to_numpy()))
+        step = 1 / cfg.data.split[2]  # held-out accuracy moves in steps of one sequence
+        drawn += study_figures.study_figures(table, summary, tuple(g.tolist() for g in gaps), step)
+    if faithfulness is not None:
+        lesson_seeds = [int(seed) for seed in faithfulness[0]["runs"]]
+        drawn += faithfulness_figures.faithfulness_figures(
+            faithfulness[2], lesson_seeds, faithfulness[1]
+        )
+    return drawn
 
 
 def run(
@@ -37,32 +65,30 @@ def run(
     curves: pd.DataFrame,
     study: tuple[dict, pd.DataFrame] | None = None,
     faithfulness: tuple[dict, dict, pd.DataFrame] | None = None,
-) -> tuple[str, dict[str, bytes], pd.DataFrame]:
-    high, low = cfg.eval.high_weight, cfg.eval.low_effect
-    rendered = figures.lesson_figures(document, steps, curves, high, low)
-    if study is not None:
-        summary, table = study
-        gaps = stats.pair_gap_counts(torch.tensor(table["heldout_accuracy"].to_numpy()))
-        step = 1 / cfg.data.split[2]  # held-out accuracy moves in steps of one sequence
-        rendered += figures.study_figures(table, summary, tuple(g.tolist() for g in gaps), step)
-    if faithfulness is not None:
-        lesson_seeds = [int(seed) for seed in faithfulness[0]["runs"]]
-        rendered += figures.faithfulness_figures(faithfulness[2], lesson_seeds, faithfulness[1])
+    cells: bool = False,
+) -> tuple[str, dict[str, bytes], pd.DataFrame, str]:
+    """report.md, the PNGs by name, the step-weight plot data and report.html; with
+    `cells`, the sections of the grid's and the debate's cells from their files."""
+    drawn = plots(cfg, document, steps, curves, study, faithfulness)
     prefix = from_report(cfg, cfg.paths.figures)
     images: dict[str, list[tuple[str, str]]] = {}
-    for figure in rendered:
+    for figure in drawn:
         images.setdefault(figure.section, []).append((figure.caption, f"{prefix}/{figure.name}"))
-    pngs = {figure.name: figure.png for figure in rendered}
-    markdown = report.markdown_report(
+    inputs = ReportInputs(
+        cfg,
         document,
         steps,
-        cfg,
         is_lesson_config(cfg),
         images,
         study,
         faithfulness and faithfulness[:2],
+        **(cell_inputs(cfg) if cells else {}),
     )
-    return markdown, pngs, report.step_weights(steps)
+    markdown = markdown_report(inputs)
+    pngs = {figure.name: figure.png for figure in drawn}
+    linked = {f"{prefix}/{name}": png for name, png in pngs.items()}
+    page = html_report(markdown, Path(cfg.paths.report).parent, TITLE, linked)
+    return markdown, pngs, step_weights(steps), page
 
 
 def from_report(cfg: Config, directory: str | Path) -> str:
@@ -76,22 +102,17 @@ def folder_images(cfg: Config, folder: str) -> list[str]:
     return [f"{prefix}/{png.name}" for png in sorted(Path(folder).glob("*.png"))]
 
 
-def next_lesson(cfg: Config) -> str:
-    """The section "The next lesson" from the grid's cells, with the next_lesson
-    stage's figures; none without cells."""
-    cells = [document for _, document in provenance.grid_cells(cfg)]
-    if not cells:
-        return ""
-    return "\n" + next_lesson_section(cells, folder_images(cfg, cfg.paths.next_lesson))
-
-
-def debate(cfg: Config) -> str:
-    """The section "The attention debate" from the debate's cells, with the
-    debate_figures stage's figures; none without cells."""
-    cells = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
-    if not cells:
-        return ""
-    return "\n" + debate_section(cells, folder_images(cfg, cfg.paths.debate_figures))
+def cell_inputs(cfg: Config) -> dict:
+    """The grid's and the debate's cells, with their stages' figures: the sections
+    "The next lesson" and "The attention debate" (none without cells)."""
+    grid = [document for _, document in provenance.grid_cells(cfg)]
+    debate = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
+    return {
+        "grid_cells": grid,
+        "grid_images": folder_images(cfg, cfg.paths.next_lesson) if grid else [],
+        "debate_cells": debate,
+        "debate_images": folder_images(cfg, cfg.paths.debate_figures) if debate else [],
+    }
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
@@ -118,12 +139,14 @@ def main() -> None:
         read_json(cfg.paths.study_faithfulness),
         read_parquet(cfg.paths.study_faithfulness_seeds),
     )
-    markdown, pngs, step_weights = run(cfg, document, steps, curves, study, faithfulness)
-    markdown += next_lesson(cfg) + debate(cfg)
+    markdown, pngs, weights, page = run(
+        cfg, document, steps, curves, study, faithfulness, cells=True
+    )
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
-        write_csv(cfg.paths.step_weights, step_weights)
+        write_csv(cfg.paths.step_weights, weights)
         write_text(cfg.paths.report, markdown)
+        write_text(cfg.paths.report_html, page)
         write_json(cfg.paths.headline, headline(document, study[0], faithfulness[0]))
 
 

@@ -20,7 +20,6 @@ from pipeline import provenance, tracking
 from pipeline.config import PARAMS_FILE, Config, TrackingConfig, load_params, validate
 from pipeline.files import read_csv, read_json, read_parquet, require, write_json
 from pipeline.reporting import summary
-from pipeline.reporting.html_report import html_report
 from pipeline.stages import entry
 
 
@@ -46,7 +45,6 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         cfg.paths.faithfulness,
         cfg.paths.study_faithfulness,
     ]
-    report = Path(cfg.paths.report)
     return tracking.PipelineState(
         cfg=cfg,
         metrics=read_json(cfg.paths.metrics),
@@ -54,7 +52,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         tags=tags,
         artifacts=[Path(p) for p in candidates if Path(p).exists()],
         sequences=read_parquet(cfg.paths.sequences),
-        report_html=html_report(require(report).read_text(), report.parent),
+        report_html=require(Path(cfg.paths.report_html)).read_text(),
         params_yaml=params_snapshot(cfg),
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
