@@ -81,33 +81,38 @@ def log_models(
     `parent` has no version of yet, log again the artifacts of those whose files are
     gone, and point the aliases at this parent's versions. Returns the local MLmodel
     files (the store's record checks that they still exist)."""
-    from mlflow.tracking._tracking_service.utils import _use_tracking_uri
-
-    # MLflow's model logging, and the registry's check of a version's source, read the
-    # tracking URI from its global setting only.
-    with _use_tracking_uri(uri), _quiet():
+    with _logging_to(uri):
         return _log_models(client, cfg, parameters, sequences, children, parent, tags)
 
 
 @contextmanager
-def _quiet() -> Iterator[None]:
-    """Without MLflow's notes on each model (its input example checked, its files
-    copied, with a progress bar): the stage prints one line per state."""
+def _logging_to(uri: str) -> Iterator[None]:
+    """MLflow's model logging, and the registry's check of a version's source, read the
+    tracking URI from MLflow's global setting only: set to `uri` here, then put back,
+    with $MLFLOW_TRACKING_URI, which setting it writes and clearing it unsets. Without
+    MLflow's notes on each model (its input example checked, its files copied, with a
+    progress bar): the stage prints one line per state."""
+    from mlflow.tracking._tracking_service import utils
+
     names = ("mlflow.pyfunc", "mlflow.models")
     levels = [logging.getLogger(name).level for name in names]
-    bar = os.environ.get(PROGRESS_BAR)
+    saved = {name: os.environ.get(name) for name in (PROGRESS_BAR, "MLFLOW_TRACKING_URI")}
+    previous = utils._tracking_uri
     os.environ[PROGRESS_BAR] = "false"
     for name in names:
         logging.getLogger(name).setLevel(logging.WARNING)
+    utils.set_tracking_uri(uri)
     try:
         yield
     finally:
+        utils.set_tracking_uri(previous)
         for name, level in zip(names, levels, strict=True):
             logging.getLogger(name).setLevel(level)
-        if bar is None:
-            os.environ.pop(PROGRESS_BAR, None)
-        else:
-            os.environ[PROGRESS_BAR] = bar
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _log_models(client, cfg, parameters, sequences, children, parent, tags) -> list[Path]:
@@ -132,7 +137,7 @@ def _log_models(client, cfg, parameters, sequences, children, parent, tags) -> l
                 name, f"models:/{model_id}", run_id=child, tags=version_tags, model_id=model_id
             )
         elif not all(path.is_file() for path in model_files(client, model_version)):
-            _log_model(cfg, row, example, child, logged_model_id(model_version))
+            _log_model(cfg, row, example, None, logged_model_id(model_version))
         client.set_registered_model_alias(name, ALIAS.format(seed=seed), model_version.version)
         files += model_files(client, model_version)
     return files
@@ -149,8 +154,9 @@ def _new_model(client, run: str, row) -> str:
     return model.model_id
 
 
-def _log_model(cfg: Config, row, example, run: str, model_id: str) -> None:
-    """Log one seed's pyfunc on its run into logged model `model_id`."""
+def _log_model(cfg: Config, row, example, run: str | None, model_id: str) -> None:
+    """Log one seed's pyfunc into logged model `model_id`, as an output of `run` (None:
+    the files again, into a model the run already lists)."""
     import mlflow.pyfunc
     from mlflow.models import Model, infer_signature
 
