@@ -5,8 +5,8 @@ A bare git repository plays the team's git server and a local folder the DVC rem
 The clone keeps the committed outputs and shrinks only settings that the next
 lesson's grid and the debate do not read (train.epochs, study.seeds), so the
 experiment reruns the lesson's stages, the study and the battery, small, and skips
-the grid's and the debate's cells (up to date in the clone: their committed outputs). Tracking is off: the
-experiment's files, not MLflow, are under test here.
+the grid's and the debate's cells (up to date in the clone: their committed
+outputs). Tracking is off: the experiment's files, not MLflow, are under test here.
 """
 
 from __future__ import annotations
