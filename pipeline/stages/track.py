@@ -52,6 +52,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         tags=tags,
         artifacts=[Path(p) for p in candidates if Path(p).exists()],
         sequences=read_parquet(cfg.paths.sequences),
+        parameters=read_parquet(cfg.paths.parameters),  # each seed's model (registered.py)
         report_html=require(Path(cfg.paths.report_html)).read_text(),
         params_yaml=params_snapshot(cfg),
         study=read_json(cfg.paths.study_summary),
@@ -82,7 +83,9 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
     logged = False
     if run_id is None:
         state = read_state(cfg, root)
-        run_id, logged = tracking.log_state(state)
+        from pipeline.tracking import registered  # the models' code: not on the no-op path
+
+        run_id, logged = tracking.log_state(state, registered.log_models)
     # A params.yaml rewritten while this stage ran (`dvc exp run -S` during a repro)
     # would be recorded in dvc.lock beside outputs made from the old values.
     provenance.check_params_unchanged(cfg, "track")

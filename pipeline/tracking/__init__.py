@@ -9,6 +9,9 @@ Only the modules of this package import mlflow, and only inside functions:
 - view: the MLflow UI's saved gap view
 - client: what every logger does through MLflow's client
 - runs: logging a pipeline state (parent and child runs)
+- registered: each seed's model, logged on its run and registered with the alias
+  run-<seed> (the track stage passes it to `log_state`)
+- pyfunc: the model itself, an MLflow pyfunc logged from code
 - study_runs: logging a seed study job
 - search: reading the logged states back
 - cell_runs: logging the grid's and the debate's cells

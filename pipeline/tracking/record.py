@@ -76,6 +76,8 @@ def logged_run(uri: str, experiment: str, digest: str) -> str | None:
     current = fingerprint(database)
     if current is None or record.get("store") != current:
         return None
+    if "models" not in record:  # a record from before the seeds' models were logged
+        return None
     if not all(Path(path).is_file() for path in record.get("artifacts", [])):
         return None  # deleted artifacts: log_state logs them again
     return record.get("run")
@@ -104,6 +106,7 @@ def remember(
             "run": run_id,
             "store": current,
             "artifacts": artifacts or [],
+            "models": True,  # the state's models are registered (pipeline/tracking/registered.py)
         }
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:

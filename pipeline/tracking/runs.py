@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.config import PARAMS_FILE, Config
@@ -18,6 +19,7 @@ from pipeline.tracking import record
 from pipeline.tracking.client import NewRun, log_once, log_run, source_tags
 from pipeline.tracking.state import (
     GAP_DECIMALS,
+    STATE_TAG,
     PipelineState,
     baseline_config,
     changed_params,
@@ -37,10 +39,16 @@ GAP_METRICS = {
 MODEL_METRICS = {"parameters": "model/parameters"}
 
 
-def log_state(state: PipelineState) -> tuple[str, bool]:
-    """Log `state` unless the store has it. Returns (parent run id, newly logged)."""
+# Logs each seed's model and returns its local files: registered.log_models, which the
+# track stage passes in (the other loggers import no model code through this package).
+ModelLogger = Callable[..., list[Path]]
+
+
+def log_state(state: PipelineState, models: ModelLogger | None = None) -> tuple[str, bool]:
+    """Log `state` unless the store has it, with each seed's model through `models`
+    when given. Returns (parent run id, newly logged)."""
     uri = store_uri(state.cfg.tracking)
-    return locked(uri, lambda: _log_locked(uri, state))
+    return locked(uri, lambda: _log_locked(uri, state, models))
 
 
 def parent_metrics(state: PipelineState) -> dict[str, float]:
@@ -120,13 +128,21 @@ def dataset_input(state: PipelineState):
     return DatasetInput(entity, tags=[InputTag("mlflow.data.context", "training")])
 
 
-def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
+def _log_locked(uri: str, state: PipelineState, log_models: ModelLogger | None) -> tuple[str, bool]:
+    models: list[Path] = []
+
     def logged(client, run: str) -> None:
         files = local_artifacts(client, run, state)
         if missing_artifacts(client, run, state, files):
             _log_artifacts(client, run, state)
             print(f"the artifacts of run {run} were gone: logged them again")
-        _remember_run(uri, state, run, files)
+        parent = client.get_run(run)
+        children = client.search_runs(
+            [parent.info.experiment_id], filter_string=f"tags.mlflow.parentRunId = '{run}'"
+        )
+        seeds = {child.data.tags["seed"]: child.info.run_id for child in children}
+        model_files = _log_models(log_models, client, uri, state, seeds, run, parent.data.tags)
+        _remember_run(uri, state, run, files, model_files)
 
     def new_run(client, experiment_id: str) -> NewRun:
         name = version_label(state.tags)
@@ -147,7 +163,12 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
         params = {k: v for k, v in number_params(state.cfg).items() if not k.startswith(skipped)}
 
         def rest(client, parent: str, parent_tags: dict[str, str]) -> None:
-            _log_children_and_artifacts(client, experiment_id, parent, state, parent_tags, dataset)
+            children = _log_children_and_artifacts(
+                client, experiment_id, parent, state, parent_tags, dataset
+            )
+            models.extend(
+                _log_models(log_models, client, uri, state, children, parent, parent_tags)
+            )
 
         return NewRun(name, tags, params, values, dataset, rest)
 
@@ -155,8 +176,28 @@ def _log_locked(uri: str, state: PipelineState) -> tuple[str, bool]:
     if new:
         from mlflow.tracking import MlflowClient
 
-        _remember_run(uri, state, parent, local_artifacts(MlflowClient(uri), parent, state))
+        files = local_artifacts(MlflowClient(uri), parent, state)
+        _remember_run(uri, state, parent, files, models)
     return parent, new
+
+
+def _log_models(
+    log_models: ModelLogger | None,
+    client,
+    uri: str,
+    state: PipelineState,
+    children: dict[str, str],
+    parent: str,
+    tags: dict,
+) -> list[Path]:
+    """Each seed's model through `log_models`, where the state has the trained
+    parameters; returns the models' local files."""
+    if log_models is None or state.parameters is None or state.sequences is None:
+        return []
+    version_tags = {"version": tags["version"], STATE_TAG: state.digest}
+    return log_models(
+        client, uri, state.cfg, state.parameters, state.sequences, children, parent, version_tags
+    )
 
 
 def artifact_names(state: PipelineState) -> list[str]:
@@ -199,17 +240,22 @@ def missing_artifacts(client, run: str, state: PipelineState, files: list[Path] 
     return not {name.split("/")[0] for name in artifact_names(state)} <= listed
 
 
-def _remember_run(uri: str, state: PipelineState, run: str, files: list[Path] | None) -> None:
-    """The store's record of `run`, its artifact files included (`record.logged_run`)."""
-    paths = [str(f) for f in files or []]
+def _remember_run(
+    uri: str, state: PipelineState, run: str, files: list[Path] | None, models: list[Path]
+) -> None:
+    """The store's record of `run`, its artifact files and its models' included
+    (`record.logged_run`)."""
+    paths = [str(f) for f in [*(files or []), *models]]
     record.remember(uri, state.cfg.tracking.experiment, state.digest, run, paths)
 
 
 def _log_children_and_artifacts(
     client, experiment_id: str, parent: str, state, parent_tags: dict, dataset
-) -> None:
+) -> dict[str, str]:
     """A run per lesson seed, named `<version> / seed <k>` and tagged with the version
-    and the params that differ from the defaults, so the UI can group by version."""
+    and the params that differ from the defaults, so the UI can group by version.
+    Returns {seed: run id}."""
+    children = {}
     battery = (state.faithfulness or {}).get("runs", {})
     robust = (state.faithfulness or {}).get("robustness", {})
     version = parent_tags["version"]
@@ -239,7 +285,9 @@ def _log_children_and_artifacts(
             dataset,
         )
         client.set_terminated(child)
+        children[seed] = child
     _log_artifacts(client, parent, state)
+    return children
 
 
 def _log_artifacts(client, parent: str, state: PipelineState) -> None:

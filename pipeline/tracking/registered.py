@@ -1,0 +1,189 @@
+"""Each seed's trained model in MLflow: a logged pyfunc model on the seed's run,
+registered as a version of one registered model, with the alias `run-<seed>`.
+
+The registered model is named after the experiment (`tracking.experiment`); each
+version carries the tags `seed`, `version` (the parent's name) and `parent_run`.
+The aliases `run-1`, `run-2`, ... point at the state tracked last (`dvc repro`
+after the way back moves them back to the lesson's), so `models:/NAME@run-2` is the
+workspace's run 2. A state's models are logged once: a state found in the store
+keeps its versions, and only gets the ones it lacks (a store logged before models
+were) or their artifacts again (`rm -rf mlartifacts`).
+
+mlflow is imported inside the functions, as everywhere in this package.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from importlib.metadata import version
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlparse
+
+from pipeline.config import Config
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+ALIAS = "run-{seed}"
+PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
+EXAMPLE_SEQUENCES = 2  # the input example: the first sequences of the data
+# What the model's code imports (pipeline.models and its config), pinned as installed;
+# the pipeline package itself comes from the repository (`pip install -e .`).
+REQUIREMENTS = ("torch", "numpy", "pandas", "omegaconf", "hydra-core", "pyyaml", "numba")
+
+
+def model_name(cfg: Config) -> str:
+    """The registered model's name: the experiment's."""
+    return cfg.tracking.experiment
+
+
+def requirements() -> list[str]:
+    # Given, not inferred: MLflow's inference loads the model in a subprocess (seconds).
+    return [f"{name}=={version(name)}" for name in REQUIREMENTS]
+
+
+def versions_of(client, name: str, parent: str) -> dict[str, object]:
+    """{seed: model version} registered for the parent run `parent`."""
+    found = client.search_model_versions(f"name = '{name}' and tags.parent_run = '{parent}'")
+    return {v.tags["seed"]: v for v in found}
+
+
+def logged_model_id(model_version) -> str:
+    """The logged model a version was registered from (its source `models:/<id>`; the
+    SQLite registry leaves the version's model_id empty)."""
+    return model_version.model_id or model_version.source.removeprefix("models:/")
+
+
+def model_files(client, model_version) -> list[Path]:
+    """The local MLmodel file of a version's logged model; [] for a remote store."""
+    location = urlparse(client.get_logged_model(logged_model_id(model_version)).artifact_location)
+    if location.scheme not in ("", "file"):
+        return []
+    return [Path(location.path) / "MLmodel"]
+
+
+def log_models(
+    client,
+    uri: str,
+    cfg: Config,
+    parameters: pd.DataFrame,
+    sequences: pd.DataFrame,
+    children: dict[str, str],
+    parent: str,
+    tags: dict[str, str],
+) -> list[Path]:
+    """Log and register the model of each seed in `children` ({seed: child run}) that
+    `parent` has no version of yet, log again the artifacts of those whose files are
+    gone, and point the aliases at this parent's versions. Returns the local MLmodel
+    files (the store's record checks that they still exist)."""
+    with _logging_to(uri):
+        return _log_models(client, cfg, parameters, sequences, children, parent, tags)
+
+
+@contextmanager
+def _logging_to(uri: str) -> Iterator[None]:
+    """MLflow's model logging, and the registry's check of a version's source, read the
+    tracking URI from MLflow's global setting only: set to `uri` here, then put back,
+    with $MLFLOW_TRACKING_URI, which setting it writes and clearing it unsets. Without
+    MLflow's notes on each model (its input example checked, its files copied, with a
+    progress bar): the stage prints one line per state."""
+    from mlflow.tracking._tracking_service import utils
+
+    names = ("mlflow.pyfunc", "mlflow.models")
+    levels = [logging.getLogger(name).level for name in names]
+    saved = {name: os.environ.get(name) for name in (PROGRESS_BAR, "MLFLOW_TRACKING_URI")}
+    previous = utils._tracking_uri
+    os.environ[PROGRESS_BAR] = "false"
+    for name in names:
+        logging.getLogger(name).setLevel(logging.WARNING)
+    utils.set_tracking_uri(uri)
+    try:
+        yield
+    finally:
+        utils.set_tracking_uri(previous)
+        for name, level in zip(names, levels, strict=True):
+            logging.getLogger(name).setLevel(level)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _log_models(client, cfg, parameters, sequences, children, parent, tags) -> list[Path]:
+    from mlflow.exceptions import MlflowException
+
+    from pipeline.models.frames import features
+
+    name = model_name(cfg)
+    example = features(sequences.head(EXAMPLE_SEQUENCES), cfg.data.steps)[0].numpy()
+    with suppress(MlflowException):  # it exists
+        client.create_registered_model(name)
+    existing = versions_of(client, name, parent)
+    files = []
+    for seed, child in children.items():
+        row = parameters[parameters["seed"] == int(seed)].iloc[0]
+        model_version = existing.get(seed)
+        if model_version is None:
+            model_id = _new_model(client, child, row)
+            _log_model(cfg, row, example, child, model_id)
+            version_tags = {**tags, "seed": seed, "parent_run": parent}
+            model_version = client.create_model_version(
+                name, f"models:/{model_id}", run_id=child, tags=version_tags, model_id=model_id
+            )
+        elif not all(path.is_file() for path in model_files(client, model_version)):
+            _log_model(cfg, row, example, None, logged_model_id(model_version))
+        client.set_registered_model_alias(name, ALIAS.format(seed=seed), model_version.version)
+        files += model_files(client, model_version)
+    return files
+
+
+def _new_model(client, run: str, row) -> str:
+    """A logged model for the seed's run, in the run's experiment (MLflow's model
+    logging would put it in the active experiment: the Default one here)."""
+    seed = int(row["seed"])
+    experiment_id = client.get_run(run).info.experiment_id
+    model = client.create_logged_model(
+        experiment_id, name=f"seed-{seed}", source_run_id=run, params={"seed": str(seed)}
+    )
+    return model.model_id
+
+
+def _log_model(cfg: Config, row, example, run: str | None, model_id: str) -> None:
+    """Log one seed's pyfunc into logged model `model_id`, as an output of `run` (None:
+    the files again, into a model the run already lists)."""
+    import mlflow.pyfunc
+    from mlflow.models import Model, infer_signature
+
+    from pipeline.tracking import pyfunc
+
+    document = pyfunc.model_document(row, cfg.model, cfg.data.steps)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pyfunc.write_document(document, Path(tmp) / "model.json")
+        model = pyfunc.SequenceModel()
+        model.load_context(_Context({pyfunc.ARTIFACT: str(path)}))
+        signature = infer_signature(example, pyfunc.predict_sequences(model.params, example))
+        Model.log(
+            artifact_path=None,
+            flavor=mlflow.pyfunc,
+            name=f"seed-{document['seed']}",
+            run_id=run,
+            model_id=model_id,
+            python_model=pyfunc.__file__,  # models from code: nothing pickled
+            artifacts={pyfunc.ARTIFACT: str(path)},
+            signature=signature,
+            input_example=example,  # (n, T, 2)
+            pip_requirements=requirements(),
+        )
+
+
+class _Context:
+    """What `load_context` reads of MLflow's context: the artifacts' local paths."""
+
+    def __init__(self, artifacts: dict[str, str]) -> None:
+        self.artifacts = artifacts

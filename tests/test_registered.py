@@ -1,0 +1,188 @@
+"""Each seed's model in MLflow (pipeline/tracking/registered.py and pyfunc.py): logged
+once per state, registered under the experiment's name with aliases run-<seed>, and
+loaded by URI in a fresh process, where it reproduces the lesson's held-out accuracy."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from pipeline import tracking
+from pipeline.config import PROJECT_ROOT
+from pipeline.models import frames, interface
+from pipeline.stages import generate
+from pipeline.tracking import record, registered
+from pipeline.tracking import store as store_module
+from tests.conftest import GOLDEN_RUNS
+from tests.heldout_lesson import heldout_lesson
+from tests.test_tracking import committed_state
+
+NAME = "test"  # committed_state's experiment: the registered model's name too
+
+
+def lesson_state(cfg, uri: str) -> tracking.PipelineState:
+    """The committed state with the lesson's sequences and trained parameters."""
+    lesson = heldout_lesson(cfg)
+    state = committed_state(cfg, uri)
+    state.sequences, _ = generate.run(cfg)
+    state.parameters = frames.params_to_frame(lesson.params, lesson.seeds, cfg.model, 12)
+    return state
+
+
+def aliases(uri: str) -> dict[str, str]:
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    return {
+        alias: client.get_model_version_by_alias(NAME, alias).version
+        for alias in ("run-1", "run-2")
+    }
+
+
+def versions(uri: str) -> list:
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(uri).search_model_versions(f"name = '{NAME}'")
+
+
+@pytest.mark.slow
+def test_run_2_loads_by_alias_in_a_fresh_process_and_scores_the_lesson_s_accuracy(
+    default_cfg, store, tmp_path
+):
+    tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
+    lesson = heldout_lesson(default_cfg)
+    np.save(tmp_path / "heldout.npy", lesson.inputs.numpy())  # (180, 12, 2)
+    script = f"""
+import json, sys
+import numpy as np
+import mlflow.pyfunc
+model = mlflow.pyfunc.load_model("models:/{NAME}@run-2")
+out = model.predict(np.load(sys.argv[1]))
+json.dump({{k: v.tolist() for k, v in out.items()}}, sys.stdout)
+"""
+    # A fresh interpreter outside the repository: the model's code comes from the
+    # installed package and the model's own files, not from the working directory.
+    env = {**os.environ, "MLFLOW_TRACKING_URI": store, "PYTHONPATH": str(PROJECT_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "heldout.npy")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    out = {k: torch.tensor(v, dtype=torch.float64) for k, v in json.loads(result.stdout).items()}
+    predicted = out["probability"] > 0.5
+    accuracy = (predicted == (lesson.labels > 0.5)).double().mean().item()
+    assert round(accuracy, 4) == GOLDEN_RUNS["2"]["heldout_accuracy"] == 0.9944  # 179 of 180
+    # The same numbers as the pipeline's own forward pass of run 2.
+    logits, weights = interface.forward(lesson.params, lesson.inputs)  # (2, N), (2, N, T)
+    torch.testing.assert_close(out["probability"], torch.sigmoid(logits[1]), rtol=0, atol=1e-15)
+    torch.testing.assert_close(out["weights"], weights[1], rtol=0, atol=1e-15)
+
+
+def test_each_seed_has_a_version_with_its_alias_signature_and_example(
+    default_cfg, store, monkeypatch
+):
+    from mlflow.models import get_model_info
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", store)  # where get_model_info looks
+    parent, _ = tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
+    found = {v.tags["seed"]: v for v in versions(store)}
+    assert set(found) == {"1", "2"}
+    assert aliases(store) == {"run-1": found["1"].version, "run-2": found["2"].version}
+    for seed, version in found.items():
+        assert version.tags["parent_run"] == parent and version.tags["version"] == "abc1234"
+        info = get_model_info(f"models:/{NAME}@run-{seed}")
+        inputs, outputs = info.signature.inputs, info.signature.outputs
+        assert [spec.shape for spec in inputs.inputs] == [(-1, 12, 2)]
+        assert {spec.name: spec.shape for spec in outputs.inputs} == {
+            "probability": (-1,),
+            "weights": (-1, 12),
+        }
+        assert info.saved_input_example_info["type"] == "ndarray"
+
+
+def test_a_state_s_models_are_logged_once_and_the_aliases_follow_the_tracked_state(
+    default_cfg, store
+):
+    lesson = lesson_state(default_cfg, store)
+    tracking.log_state(lesson, registered.log_models)
+    first = aliases(store)
+    # The same state again: no new version.
+    assert not tracking.log_state(lesson_state(default_cfg, store), registered.log_models)[1]
+    assert len(versions(store)) == 2 and aliases(store) == first
+    # Another state (an experiment): its own versions, and the aliases move to them.
+    other = lesson_state(default_cfg, store)
+    other.cfg = replace(other.cfg, eval=replace(other.cfg.eval, high_weight=0.6))
+    assert tracking.log_state(other, registered.log_models)[1]
+    assert len(versions(store)) == 4 and aliases(store) != first
+    # Back to the lesson (the way back, then `dvc repro`): found, not logged, and the
+    # aliases point at its versions again.
+    assert not tracking.log_state(lesson_state(default_cfg, store), registered.log_models)[1]
+    assert len(versions(store)) == 4 and aliases(store) == first
+
+
+def test_a_store_logged_before_models_gets_them_once(default_cfg, store):
+    state = lesson_state(default_cfg, store)
+    parent, _ = tracking.log_state(state)  # no model logger: a store from before models
+    assert versions(store) == []
+    # Its record, as written before models were logged, has no "models" key: the
+    # track stage's no-op check does not trust it, and asks the store.
+    record_file = record.record_file(store_module.sqlite_file(store))
+    written = json.loads(record_file.read_text())
+    assert tracking.logged_run(store, "test", state.digest) == parent
+    record_file.write_text(json.dumps({k: v for k, v in written.items() if k != "models"}))
+    assert tracking.logged_run(store, "test", state.digest) is None
+    again, logged = tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
+    assert again == parent and not logged
+    assert {v.tags["seed"] for v in versions(store)} == {"1", "2"}
+
+
+def test_deleted_model_files_are_logged_again(default_cfg, store):
+    from mlflow.tracking import MlflowClient
+
+    tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
+    client = MlflowClient(store)
+    version = client.get_model_version_by_alias(NAME, "run-2")
+    (mlmodel,) = registered.model_files(client, version)
+    mlmodel.unlink()
+    # The record lists the model's files: the no-op check sees one gone.
+    state = lesson_state(default_cfg, store)
+    battery = {"runs": state.faithfulness, "study": state.study_faithfulness}
+    digest = tracking.state_digest(state.cfg, state.metrics, {}, state.study, battery)
+    assert tracking.logged_run(store, "test", digest) is None
+    tracking.log_state(state, registered.log_models)
+    assert mlmodel.is_file() and len(versions(store)) == 2
+
+
+def test_the_pyfunc_predicts_probability_and_weights_by_hand():
+    """Three steps, a lesson model whose one key reads the marker and whose one value
+    reads the reading: score_t = ln 4 on the marked step, 0 elsewhere."""
+    from pipeline.config import ModelConfig
+    from pipeline.tracking import pyfunc
+
+    cfg = ModelConfig()  # d_k = d_v = 3
+    row = pd.Series(dict.fromkeys(["seed", *interface.flat_names(cfg, 3)], 0.0))
+    # q . K_t / sqrt(d_k) = Wk_01 * marker_t / sqrt(3); V_t[0] = reading_t.
+    row.update({"seed": 7, "q_0": 1.0, "Wk_01": math.sqrt(3) * math.log(4), "Wv_00": 1.0})
+    row.update({"w_0": 2.0, "b": -0.5})
+    document = pyfunc.model_document(row, cfg, 3)
+    assert document["seed"] == 7 and document["model"]["kind"] == "lesson"
+    table = pd.DataFrame([{"seed": 7, **document["parameters"]}])
+    _, params = frames.params_from_frame(table, cfg, 3)
+    sequences = np.array([[[0.1, 0.0], [0.5, 1.0], [0.2, 0.0]]])  # (1, 3, 2): step 1 marked
+    out = pyfunc.predict_sequences(params, sequences)
+    # Weights 1:4:1; logit 2 * (0.1 + 4 * 0.5 + 0.2) / 6 - 0.5 = 4/15.
+    np.testing.assert_allclose(out["weights"], [[1 / 6, 4 / 6, 1 / 6]], rtol=0, atol=1e-15)
+    np.testing.assert_allclose(out["probability"], [1 / (1 + math.exp(-4 / 15))], rtol=1e-15)
