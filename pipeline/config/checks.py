@@ -302,6 +302,7 @@ def _check_values(cfg: Config) -> None:
         grid.faithfulness_seeds,
     )
     _check_debate(cfg)
+    _check_erasure(cfg)
     check_seeds(cfg)
     check_integers(cfg)  # after the keys' own bounds, which say more
     _check_tracking(cfg)
@@ -376,6 +377,19 @@ def _check_debate(cfg: Config) -> None:
             _check(ok, f"debate.{key}", "each lam must be a finite number >= 0", penalty)
     start = debate.consistent_start
     _check(0 < start <= 1, "debate.consistent_start", "must be in (0, 1]", start)
+
+
+def _check_erasure(cfg: Config) -> None:
+    erasure, study = cfg.erasure, cfg.study
+    _check(
+        2 <= erasure.seeds <= study.seeds,
+        "erasure.seeds",
+        f"must be an integer in 2..study.seeds ({study.seeds}): the study's first runs",
+        erasure.seeds,
+    )
+    _check(erasure.top_k != [], "erasure.top_k", "must list at least one k", [])
+    for k in erasure.top_k:  # a k above data.steps counts every step (field/agreement.py)
+        _check(k >= 1, "erasure.top_k", "each k must be an integer >= 1", k)
 
 
 PROBE_STEPS = 16  # sequence lengths on which a task's rationale is probed
