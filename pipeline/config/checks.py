@@ -158,7 +158,9 @@ def _check_distinct_paths(cfg: Config) -> None:
 
 NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below its own
 # paths.* that are folders
-FOLDER_KEYS = ("figures", "provenance", "grid", "next_lesson", "debate", "debate_figures")
+FOLDER_KEYS = (
+    "figures", "provenance", "grid", "next_lesson", "debate", "debate_figures", "erasure"
+)  # fmt: skip
 
 
 def _check_not_a_folder(key: str, value: str) -> None:

@@ -4,7 +4,8 @@ Explainable Machine Learning: A Practitioner's Perspective" (TMLR 2024), section
 Two explanations a, b of one example give each of its T steps a signed attribution.
 As in the paper, steps are ranked by |attribution| (descending; ties by step index,
 `ties.descending_order`), and the sign is the attribution's (an explainer that
-scores magnitudes only is positive everywhere). top_k(a) holds a's k first steps (every step where k > T: k counts as T).
+scores magnitudes only is positive everywhere). top_k(a) holds a's k first steps
+(a k above T counts as T: every step).
 
 - feature agreement FA@k = |top_k(a) & top_k(b)| / k
 - rank agreement RA@k = |{f in both: same position in both top-k lists}| / k

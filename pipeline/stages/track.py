@@ -57,6 +57,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
         study_faithfulness=read_json(cfg.paths.study_faithfulness),
+        erasure=read_json(Path(cfg.paths.erasure) / "metrics.json"),
     )
 
 
@@ -76,6 +77,7 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
     battery = {
         "runs": read_json(cfg.paths.faithfulness),
         "study": read_json(cfg.paths.study_faithfulness),
+        "erasure": read_json(Path(cfg.paths.erasure) / "metrics.json"),
     }
     digest = tracking.state_digest(cfg, metrics, hashes, study, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)
