@@ -128,7 +128,7 @@ class FaithfulnessConfig:
 @dataclass
 class ErasureConfig:
     """The field's erasure and disagreement tests (pipeline/field/, docs/field.md) on
-    the lesson's runs and the study's first `seeds` runs."""
+    the lesson's runs and the study's first `seeds` runs (every run of a smaller study)."""
 
     seeds: int = 32  # the study's first runs through both tests (1000: docs/field.md)
     order_seed: int = 0  # the random ranking: default_rng([order_seed, run seed])

@@ -95,6 +95,12 @@ def debate(cfg: Config) -> str:
     return "\n" + debate_section(cells, folder_images(cfg, cfg.paths.debate_figures))
 
 
+def erasure_metrics(cfg: Config) -> dict | None:
+    """The erasure stage's metrics.json (docs/field.md), None where it has not run."""
+    path = Path(cfg.paths.erasure) / "metrics.json"
+    return read_json(path) if path.exists() else None
+
+
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
     """Each PNG atomically; then drop the per-seed PNGs of an earlier run whose seeds
     this one no longer has, since the outputs persist between runs."""
@@ -121,8 +127,8 @@ def main() -> None:
     )
     markdown, pngs, step_weights = run(cfg, document, steps, curves, study, faithfulness)
     markdown += next_lesson(cfg) + debate(cfg)
-    erasure = read_json(Path(cfg.paths.erasure) / "metrics.json")  # the erasure stage
-    markdown += "\n" + erasure_section(erasure)
+    erasure = erasure_metrics(cfg)
+    markdown += "" if erasure is None else "\n" + erasure_section(erasure)
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, step_weights)

@@ -100,10 +100,11 @@ def nested_metrics(document: dict, prefix: str) -> dict[str, float]:
 def field_metrics(document: dict, prefix: str) -> dict[str, float]:
     """A field test's numbers (the erasure stage's metrics.json, a run's or the study's
     part), flattened as `nested_metrics`; of a study summary its means only (the
-    intervals stay in the JSON), and no None (a share with no example to average)."""
+    intervals stay in the JSON), and no None (a share with no example to average).
+    MLflow refuses '@' in a name: `feature@3` is logged as `feature_at_3`."""
     values = nested_metrics(_without_none(document), prefix)
     return {
-        name.removesuffix("/mean"): value
+        name.removesuffix("/mean").replace("@", "_at_"): value
         for name, value in values.items()
         if not name.endswith(("/ci95_low", "/ci95_high", "/runs"))
     }
