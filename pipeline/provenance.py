@@ -27,6 +27,7 @@ import yaml
 
 from pipeline import kernels
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, to_container
+from pipeline.config.checks import FOLDER_KEYS
 from pipeline.errors import ConfigError
 from pipeline.files import all_or_none, read_json, require, write_json
 
@@ -82,12 +83,17 @@ def output_files(cfg: Config, stage: str, root: Path = PROJECT_ROOT) -> list[str
         path = Path(resolve(entry, cfg))
         if path == record_path(cfg, stage):
             continue
-        files += (
-            sorted(p.as_posix() for p in path.rglob("*") if p.is_file())
-            if path.is_dir()
-            else [path.as_posix()]
-        )
+        if path.is_dir():
+            files += sorted(p.as_posix() for p in path.rglob("*") if p.is_file())
+        elif not is_folder(entry):  # a folder not made yet holds no file
+            files.append(path.as_posix())
     return files
+
+
+def is_folder(entry: str | dict) -> bool:
+    """A dvc.yaml entry that is a whole ${paths.*} folder (checks.FOLDER_KEYS)."""
+    path = next(iter(entry)) if isinstance(entry, dict) else entry
+    return any(path == f"${{paths.{key}}}" for key in FOLDER_KEYS)
 
 
 def record_path(cfg: Config, stage: str) -> Path:

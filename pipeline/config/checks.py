@@ -76,6 +76,8 @@ def _check_values(cfg: Config) -> None:
     check(debate.epsilons != [], "debate.epsilons", "must list at least one eps", [])
     for key in ("penalties", "consistent_penalties"):
         check(getattr(debate, key) != [], f"debate.{key}", "must list at least one lam", [])
+    # the erasure stage's k of agreement at top-k: one above data.steps counts every step
+    check(cfg.erasure.top_k != [], "erasure.top_k", "must list at least one k", [])
     check_seeds(cfg)
     check_integers(cfg)  # after the keys' own bounds, which say more
     _check_tracking(cfg)

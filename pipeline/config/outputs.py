@@ -22,7 +22,9 @@ from pipeline.config.schema import (
 
 NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below its own
 # paths.* that are folders
-FOLDER_KEYS = ("figures", "provenance", "grid", "next_lesson", "debate", "debate_figures")
+FOLDER_KEYS = (
+    "figures", "provenance", "grid", "next_lesson", "debate", "debate_figures", "erasure"
+)  # fmt: skip
 
 
 def check_paths(cfg: Config) -> None:

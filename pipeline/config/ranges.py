@@ -99,6 +99,8 @@ RANGES: dict[str, Range] = {
     "debate.penalties": Range(0, each="lam"),
     "debate.consistent_penalties": Range(0, each="lam"),
     "debate.consistent_start": Range(0, 1, open_low=True),
+    "erasure.seeds": at_least(2),
+    "erasure.top_k": Range(1, integer=True, each="k"),
 }
 
 # The ranges that depend on another key, in words.

@@ -46,7 +46,8 @@ MAX_BYTES = 8 * 2**30
 
 # The config groups that shape a number; paths and tracking settings do not.
 NUMBER_GROUPS = (
-    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate"
+    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate",
+    "erasure",
 )  # fmt: skip
 
 
@@ -122,6 +123,16 @@ class FaithfulnessConfig:
     robustness_seed: int = 0  # captum's sensitivity and infidelity perturbations
     robustness_samples: int = 10  # perturbed inputs per sequence
     robustness_radius: float = 0.02  # sensitivity's L-infinity ball, infidelity's noise std
+
+
+@dataclass
+class ErasureConfig:
+    """The field's erasure and disagreement tests (pipeline/field/, docs/field.md) on
+    the lesson's runs and the study's first `seeds` runs (every run of a smaller study)."""
+
+    seeds: int = 32  # the study's first runs through both tests (1000: docs/field.md)
+    order_seed: int = 0  # the random ranking: default_rng([order_seed, run seed])
+    top_k: list[int] = field(default_factory=lambda: [1, 3])  # the agreement metrics' k
 
 
 @dataclass
@@ -225,6 +236,7 @@ class PathsConfig:
     next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
     debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
     debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
+    erasure: str = "reports/erasure"  # the erasure stage: metrics.json and seeds.csv
 
 
 @dataclass
@@ -238,5 +250,6 @@ class Config:
     faithfulness: FaithfulnessConfig = field(default_factory=FaithfulnessConfig)
     grid: GridConfig = field(default_factory=GridConfig)
     debate: DebateConfig = field(default_factory=DebateConfig)
+    erasure: ErasureConfig = field(default_factory=ErasureConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)

@@ -16,10 +16,33 @@ from pipeline.analysis import registry
 ATTENTION_NUMBERS = ("tau_loo", "hit_at_1")
 
 
-def headline(metrics: dict, study: dict, faithfulness: dict) -> dict:
-    """{"lesson": ..., "runs": {seed: ...}, "study": ...}: nested, as DVC shows it."""
-    heldout = study["heldout_accuracy"]
+def field_headline(erasure: dict) -> dict:
+    """The erasure stage's headline numbers (reports/erasure/metrics.json), study means:
+    `erasure` (the top-weight step's flips against a random other step's), `flip`
+    (attention's and the random ranking's share of steps erased at the first flip) and
+    `agreement` (r between a pair's agreement and both explainers missing the rationale)."""
+    study = erasure["study"]
+    single, flips = study["erasure"]["attention"], study["flip"]
     return {
+        "erasure": {key: single[key]["mean"] for key in ("top_flip", "other_flip")},
+        "flip": {
+            f"{row}_removed": flips[row]["removed"]["mean"] for row in ("attention", "random")
+        },
+        "agreement": {
+            "r_pairwise_rank_both_wrong": study["disagreement"]["pairs"][
+                "r_pairwise_rank_both_wrong"
+            ]["mean"]
+        },
+    }
+
+
+def headline(metrics: dict, study: dict, faithfulness: dict, erasure: dict | None = None) -> dict:
+    """{"lesson": ..., "runs": {seed: ...}, "study": ..., and the erasure stage's
+    `field_headline` where given}: nested, as DVC shows it."""
+    heldout = study["heldout_accuracy"]
+    field = {} if erasure is None else field_headline(erasure)
+    return {
+        **field,
         "lesson": {
             "seed_gap": metrics["seed_gap"],
             "heldout_accuracy_mean": metrics["heldout_accuracy_mean"],

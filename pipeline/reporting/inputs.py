@@ -28,6 +28,7 @@ class ReportInputs:
     grid_images: list[str] = field(default_factory=list)  # next_lesson's figures' links
     debate_cells: list[dict] = field(default_factory=list)
     debate_images: list[str] = field(default_factory=list)  # debate_figures' figures' links
+    erasure: dict | None = None  # the erasure stage's metrics.json (docs/field.md)
 
 
 def image_lines(images: Images) -> list[str]:

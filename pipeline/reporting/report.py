@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 from pipeline.analysis.golden import LESSON
 from pipeline.reporting.debate import debate_section
+from pipeline.reporting.erasure import erasure_section
 from pipeline.reporting.faithfulness_section import faithful
 from pipeline.reporting.inputs import ReportInputs, image_lines
 from pipeline.reporting.lesson_tables import (
@@ -124,6 +125,13 @@ def attention_debate(inputs: ReportInputs) -> list[str]:
 
 
 Section = Callable[[ReportInputs], list[str]]
+
+
+def erasure(inputs: ReportInputs) -> list[str]:
+    """Erasure and disagreement (docs/field.md), where the erasure stage ran."""
+    return [] if inputs.erasure is None else [erasure_section(inputs.erasure)]
+
+
 SECTIONS: list[Section] = [
     title,
     plain_reading,
@@ -136,6 +144,7 @@ SECTIONS: list[Section] = [
     faithful,
     next_lesson,
     attention_debate,
+    erasure,
 ]
 
 

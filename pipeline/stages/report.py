@@ -104,7 +104,8 @@ def folder_images(cfg: Config, folder: str) -> list[str]:
 
 def cell_inputs(cfg: Config) -> dict:
     """The grid's and the debate's cells, with their stages' figures: the sections
-    "The next lesson" and "The attention debate" (none without cells)."""
+    "The next lesson" and "The attention debate" (none without cells); the field's
+    newer tests (docs/field.md) where their stages ran."""
     grid = [document for _, document in provenance.grid_cells(cfg)]
     debate = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
     return {
@@ -112,7 +113,14 @@ def cell_inputs(cfg: Config) -> dict:
         "grid_images": folder_images(cfg, cfg.paths.next_lesson) if grid else [],
         "debate_cells": debate,
         "debate_images": folder_images(cfg, cfg.paths.debate_figures) if debate else [],
+        "erasure": erasure_metrics(cfg),
     }
+
+
+def erasure_metrics(cfg: Config) -> dict | None:
+    """The erasure stage's metrics.json (docs/field.md), None where it has not run."""
+    path = Path(cfg.paths.erasure) / "metrics.json"
+    return read_json(path) if path.exists() else None
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
@@ -147,7 +155,8 @@ def main() -> None:
         write_csv(cfg.paths.step_weights, weights)
         write_text(cfg.paths.report, markdown)
         write_text(cfg.paths.report_html, page)
-        write_json(cfg.paths.headline, headline(document, study[0], faithfulness[0]))
+        headline_document = headline(document, study[0], faithfulness[0], erasure_metrics(cfg))
+        write_json(cfg.paths.headline, headline_document)
 
 
 if __name__ == "__main__":

@@ -58,7 +58,14 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
         study_faithfulness=read_json(cfg.paths.study_faithfulness),
+        erasure=erasure_metrics(cfg),
     )
+
+
+def erasure_metrics(cfg: Config) -> dict | None:
+    """The erasure stage's metrics.json (docs/field.md), None where it has not run."""
+    path = Path(cfg.paths.erasure) / "metrics.json"
+    return read_json(path) if path.exists() else None
 
 
 def params_snapshot(cfg: Config) -> str:
@@ -77,6 +84,7 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
     battery = {
         "runs": read_json(cfg.paths.faithfulness),
         "study": read_json(cfg.paths.study_faithfulness),
+        "erasure": erasure_metrics(cfg),
     }
     digest = tracking.state_digest(cfg, metrics, hashes, study, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)

@@ -23,6 +23,7 @@ from pipeline.tracking.state import (
     PipelineState,
     baseline_config,
     changed_params,
+    field_metrics,
     nested_metrics,
     number_params,
     sanity_metrics,
@@ -75,6 +76,8 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
         if "sanity" in state.study_faithfulness:
             sanity = state.study_faithfulness["sanity"]
             values.update(sanity_metrics(sanity, "faithfulness/sanity/"))
+    if state.erasure is not None:  # the erasure stage's study means (docs/field.md)
+        values.update(field_metrics(state.erasure["study"], "erasure/study/"))
     return values
 
 
@@ -273,6 +276,7 @@ def _log_children_and_artifacts(
             **nested_metrics(numbers, "lesson/"),
             **nested_metrics(battery.get(seed, {}), "faithfulness/"),
             **nested_metrics(robust.get(seed, {}), "faithfulness/robustness/"),
+            **field_metrics((state.erasure or {}).get("runs", {}).get(seed, {}), "erasure/"),
         }
         child = log_run(
             client,

@@ -51,11 +51,13 @@ class PipelineState:
     faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
     study_faithfulness: dict | None = None  # the battery over the study's runs
     parameters: pd.DataFrame | None = None  # models/parameters.parquet: each seed's model
+    erasure: dict | None = None  # the erasure stage's metrics.json (docs/field.md)
     source: str = "dvc repro: pipeline/stages/track.py"  # what the UI's Source column says
 
     @property
     def digest(self) -> str:
         battery = {"runs": self.faithfulness, "study": self.study_faithfulness}
+        battery["erasure"] = self.erasure
         return state_digest(self.cfg, self.metrics, self.tags, self.study, battery)
 
 
@@ -94,6 +96,25 @@ def nested_metrics(document: dict, prefix: str) -> dict[str, float]:
         else:
             values[f"{prefix}{key}"] = float(value)
     return values
+
+
+def field_metrics(document: dict, prefix: str) -> dict[str, float]:
+    """A field test's numbers (the erasure stage's metrics.json, a run's or the study's
+    part), flattened as `nested_metrics`; of a study summary its means only (the
+    intervals stay in the JSON), and no None (a share with no example to average).
+    MLflow refuses '@' in a name: `feature@3` is logged as `feature_at_3`."""
+    values = nested_metrics(_without_none(document), prefix)
+    return {
+        name.removesuffix("/mean").replace("@", "_at_"): value
+        for name, value in values.items()
+        if not name.endswith(("/ci95_low", "/ci95_high", "/runs"))
+    }
+
+
+def _without_none(node):
+    if isinstance(node, dict):
+        return {k: _without_none(v) for k, v in node.items() if v is not None}
+    return node
 
 
 def sanity_metrics(sanity: dict, prefix: str) -> dict[str, float]:

@@ -1,0 +1,9 @@
+"""The field's newer faithfulness tests, run where the answer is known (docs/field.md).
+
+One module per test, each following its paper's definition as pure functions over
+tensors; a stage of its own runs each family (pipeline/stages/):
+
+- `erasure`: erasure and decision flips (Serrano & Smith, ACL 2019).
+- `agreement`: the disagreement problem's agreement metrics (Krishna et al., TMLR 2024).
+- `erasure_study`: both on the lesson's runs and the study's seeds (the erasure stage).
+"""
