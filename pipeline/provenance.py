@@ -27,7 +27,7 @@ import yaml
 
 from pipeline import kernels
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, to_container
-from pipeline.config.checks import FOLDER_KEYS
+from pipeline.config.outputs import FOLDER_KEYS
 from pipeline.errors import ConfigError
 from pipeline.files import all_or_none, read_json, require, write_json
 

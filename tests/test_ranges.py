@@ -148,6 +148,13 @@ CASES = {
         "each lam a finite number >= 0",
     ),
     "debate.consistent_start": ("0", "debate.consistent_start=0.0: must be in (0, 1]", "in (0, 1]"),
+    "erasure.seeds": ("1", "erasure.seeds=1: must be an integer >= 2", "an integer >= 2"),
+    "erasure.order_seed": ("-1", f"erasure.order_seed=-1: must be {SEEDS}", SEEDS),
+    "erasure.top_k": (
+        "[1,0]",
+        "erasure.top_k=0: each k must be an integer >= 1",
+        "each k an integer >= 1",
+    ),
 }
 
 
