@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import torch
 
 from pipeline.config import ModelConfig
+from pipeline.models import cuda_launch
 from pipeline.models.attention import attention_weights, drop_steps_mask
-from pipeline.models.cuda_launch import on_cuda
 from pipeline.models.parameters import Layout, Params, lesson_layout
 from pipeline.models.pooling import attend as pool
 from pipeline.models.pooling import (
@@ -203,7 +203,7 @@ def gradient_step(
 def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
     """On cuda, the whole training in one fused kernel (pipeline/models/cuda_pooling.py):
     one thread a run, no (N, T, S) tensor; None elsewhere."""
-    if not on_cuda(inputs):
+    if not cuda_launch.on_cuda(inputs):
         return None
     from pipeline.models.cuda_pooling import Pooling, training  # numba: loaded on use
 

@@ -12,7 +12,7 @@ import torch
 
 from pipeline import ties
 from pipeline.config import ModelConfig
-from pipeline.models.cuda_launch import on_cuda
+from pipeline.models import cuda_launch
 from pipeline.models.lesson import TrainingSet, moment_gradients
 from pipeline.models.parameters import CHANNELS, Layout, Params
 from pipeline.models.pooling import (
@@ -85,7 +85,7 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
 def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
     """On cuda, the whole training in one fused kernel (pipeline/models/cuda_pooling.py),
     every head in the run's thread; None elsewhere."""
-    if not on_cuda(inputs):
+    if not cuda_launch.on_cuda(inputs):
         return None
     from pipeline.models.cuda_pooling import Pooling, training  # numba: loaded on use
 

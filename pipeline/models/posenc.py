@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from pipeline.config import ModelConfig
-from pipeline.models.cuda_launch import on_cuda
+from pipeline.models import cuda_launch
 from pipeline.models.parameters import (
     CHANNELS,
     LESSON_GROUPS,
@@ -86,7 +86,7 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
 def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
     """On cuda, the whole training in one fused kernel (pipeline/models/cuda_pooling.py),
     p learned per run or the sinusoid shared by all; None elsewhere."""
-    if not on_cuda(inputs):
+    if not cuda_launch.on_cuda(inputs):
         return None
     from pipeline.models.cuda_pooling import Pooling, training  # numba: loaded on use
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from pipeline.config import ModelConfig
-from pipeline.models.cuda_launch import on_cuda
+from pipeline.models import cuda_launch
 from pipeline.models.lesson import TrainingSet, moment_gradients
 from pipeline.models.parameters import LESSON_GROUPS, Groups, Layout, Params, lesson_layout
 from pipeline.models.pooling import attend as pool
@@ -61,7 +61,7 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
 def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
     """On cuda, the whole training in one fused kernel (pipeline/models/cuda_pooling.py),
     the sink in every softmax sum; None elsewhere."""
-    if not on_cuda(inputs):
+    if not cuda_launch.on_cuda(inputs):
         return None
     from pipeline.models.cuda_pooling import Pooling, training  # numba: loaded on use
 
