@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -38,6 +39,29 @@ LOGIT_TIE = ties.tolerance(1.0)
 LOGIT_CLAMP = 30.0  # the lesson's clamp of the logit in the probability
 
 Trained = tuple[Params, torch.Tensor, torch.Tensor]  # params, loss and accuracy (epochs, S)
+
+
+@dataclass(frozen=True)
+class FusedTraining:
+    """A kind's `fused_training`: (params, epochs, lr) -> trained params, loss and
+    accuracy; and its float operations per (run, epoch, example), counted by hand in
+    the kernel's module (benchmarks/bench_gpu.py reads them)."""
+
+    train: Callable[[Params, int, float], Trained]
+    flops: Callable[[Params], int]
+
+    def __call__(self, params: Params, epochs: int, lr: float) -> Trained:
+        return self.train(params, epochs, lr)
+
+
+def dram_bytes(runs: int, size: int, epochs: int, examples: int, steps: int) -> int:
+    """The bytes a training must move through device memory, counted by hand: each
+    launch reads and writes every run's `size` parameters and reads the examples
+    (N, T, C) and labels once (the threads of a warp share each load; later epochs
+    hit the cache), and every epoch writes each run's loss and accuracy."""
+    launches = math.ceil(epochs / EPOCHS_PER_LAUNCH)
+    per_launch = 2 * runs * size + examples * (steps * 2 + 1)
+    return 8 * (launches * per_launch + 2 * epochs * runs)
 
 
 def on_cuda(inputs: torch.Tensor) -> bool:

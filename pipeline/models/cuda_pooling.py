@@ -22,11 +22,12 @@ chain to the parameters, at each epoch's end (`pooling.head_gradients`):
 dWk_h = q_h dU_h^T, dq_h = Wk_h dU_h with dU_h = du_h / sqrt(d_k); dWv_h = w_h dv_h^T,
 dw_h = Wv_h dv_h. Then every parameter takes p - lr * dp, as `train.descend`.
 
-Flops per (run, epoch, example), counted for benchmarks/bench_gpu.py (`flops`): per
-head and step, the score and readout 4 (each y . direction: 2 mul + 1 add... as
-FMAs, 2 each), the exp (counted as `EXP_FLOPS`), the max 1, the five sums 8, the
-offset adds 2 where p is on; per head 12 for the context and gradients; per example
-~20 for the logit, probability, loss, accuracy.
+Flops per (run, epoch, example), counted by hand from the loops below (`flops`,
+for benchmarks/bench_gpu.py; an exp counts `EXP_FLOPS`): per head and step, pass 1
+4 (score 3, max 1), pass 2 20 + an exp (score 3, shift 1, readout 3, the five sums
+13), 2 per pass where p is added, and for a learned p pass 3 20 + an exp; per head
+18 (c_h and the four means 5, logit 1, du and dv 12) and 5 + an exp for a sink; per
+example 16 + 3 exps (probability, loss with its log1p, accuracy, dbias).
 
 tests/test_cuda_kernels.py runs these kernels in numba's simulator against
 autograd through each kind's `attend` (the definition), to 1e-10.
@@ -42,7 +43,13 @@ from functools import cache
 import torch
 from numba import cuda, float64  # module globals: the simulator swaps `cuda` in them
 
-from pipeline.models.cuda_launch import LOGIT_CLAMP, LOGIT_TIE, Trained, train_flat
+from pipeline.models.cuda_launch import (
+    LOGIT_CLAMP,
+    LOGIT_TIE,
+    FusedTraining,
+    Trained,
+    train_flat,
+)
 from pipeline.models.parameters import CHANNELS, Params
 
 EXP_FLOPS = 20  # libdevice's float64 exp: range reduction and a degree-11 polynomial
@@ -61,9 +68,10 @@ class Pooling:
 def flops(pooling: Pooling, steps: int) -> int:
     """Float operations per (run, epoch, example), counted by hand (the docstring)."""
     offsets = pooling.learned_offsets or pooling.fixed_offsets is not None
-    per_step = 4 + EXP_FLOPS + 1 + 8 + (2 if offsets else 0)
-    per_step += (EXP_FLOPS + 10) if pooling.learned_offsets else 0  # dp_t's pass
-    return pooling.heads * (steps * per_step + 12) + 20
+    per_step = 4 + 20 + EXP_FLOPS + (4 if offsets else 0)
+    per_step += (20 + EXP_FLOPS + 2) if pooling.learned_offsets else 0
+    per_head = steps * per_step + 18 + ((5 + EXP_FLOPS) if pooling.sink else 0)
+    return pooling.heads * per_head + 16 + 3 * EXP_FLOPS
 
 
 @cache
@@ -201,7 +209,7 @@ def pooling_kernel(heads: int, d_k: int, d_v: int, steps: int, sink: bool, offse
 
 def training(
     inputs: torch.Tensor, labels: torch.Tensor, pooling: Callable[[Params], Pooling]
-) -> Callable[[Params, int, float], Trained]:
+) -> FusedTraining:
     """The kind contract's `fused_training` for a pooling kind: `pooling(params)` says
     what its runs hold; (params, epochs, lr) -> trained params, loss, accuracy."""
 
@@ -215,4 +223,4 @@ def training(
         kernel = pooling_kernel(shape.heads, cfg.d_k, cfg.d_v, inputs.shape[1], shape.sink, offsets)
         return train_flat(kernel, params, epochs, lr, (inputs, labels.to(inputs), fixed))
 
-    return train
+    return FusedTraining(train, lambda params: flops(pooling(params), inputs.shape[1]))

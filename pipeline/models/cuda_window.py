@@ -33,13 +33,18 @@ tests/test_cuda_kernels.py runs it in numba's simulator against autograd through
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from functools import cache
 
 import torch
 from numba import cuda, float64  # module globals: the simulator swaps `cuda` in them
 
-from pipeline.models.cuda_launch import LOGIT_CLAMP, LOGIT_TIE, Trained, train_flat
+from pipeline.models.cuda_launch import (
+    LOGIT_CLAMP,
+    LOGIT_TIE,
+    FusedTraining,
+    Trained,
+    train_flat,
+)
 from pipeline.models.cuda_pooling import EXP_FLOPS
 from pipeline.models.parameters import CHANNELS, Params
 
@@ -225,7 +230,7 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
     return kernel
 
 
-def training(inputs: torch.Tensor, labels: torch.Tensor) -> Callable[[Params, int, float], Trained]:
+def training(inputs: torch.Tensor, labels: torch.Tensor) -> FusedTraining:
     """The kind contract's `fused_training` for window: (params, epochs, lr) -> trained
     params, loss, accuracy."""
 
@@ -234,4 +239,4 @@ def training(inputs: torch.Tensor, labels: torch.Tensor) -> Callable[[Params, in
         kernel = window_kernel(cfg.d_k, cfg.d_v, inputs.shape[1], cfg.window)
         return train_flat(kernel, params, epochs, lr, (inputs, labels.to(inputs)))
 
-    return train
+    return FusedTraining(train, lambda params: flops(params.cfg.window, inputs.shape[1]))
