@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from pipeline.config import PROJECT_ROOT, ModelConfig
-from pipeline.models import interface, train
+from pipeline.models import cuda_launch, interface, train
 from pipeline.models.parameters import to_flat
 from tests.test_models import F64, STEPS, random_inputs, random_params, small_set
 
@@ -154,10 +154,24 @@ class OnCuda(torch.Tensor):
 
 
 @pytest.mark.parametrize("cfg", KINDS, ids=IDS)
-def test_gpu_kernel_is_chosen_for_float64_cuda_runs_only(cfg):
+def test_gpu_kernel_is_chosen_for_float64_cuda_runs_only(cfg, monkeypatch):
+    monkeypatch.setattr(cuda_launch, "kernels_compile", lambda: True)  # as on a GPU
     case = random_case(cfg)
     params, inputs, labels = case["params"], case["inputs"], case["labels"]
     assert interface.fused_training(params, OnCuda(inputs), labels) is not None
     assert interface.fused_training(params, inputs, labels) is None  # the CPU's paths
     single = OnCuda(inputs.to(torch.float32))
     assert interface.fused_training(params, single, labels) is None
+
+
+def test_gpu_kernel_is_not_chosen_where_numba_cannot_compile_for_cuda(capfd):
+    """No GPU here: numba's probe fails, and cuda runs would take torch's ops."""
+    cuda_launch.kernels_compile.cache_clear()
+    try:
+        assert not cuda_launch.kernels_compile()
+    finally:
+        cuda_launch.kernels_compile.cache_clear()
+    assert "cannot run here" in capfd.readouterr().err
+    params = random_params(ModelConfig(), 2, seed=1)
+    inputs = random_inputs(3, STEPS, seed=2)
+    assert interface.fused_training(params, OnCuda(inputs), inputs[:, 0, 0]) is None

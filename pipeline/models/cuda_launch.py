@@ -23,8 +23,10 @@ long training between them (`threads.check_stopped`), and change no number.
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cache
 
 import torch
 
@@ -65,8 +67,36 @@ def dram_bytes(runs: int, size: int, epochs: int, examples: int, steps: int) -> 
 
 
 def on_cuda(inputs: torch.Tensor) -> bool:
-    """Whether the fused kernels train these runs: float64 inputs on a cuda device."""
-    return inputs.device.type == "cuda" and inputs.dtype == torch.float64
+    """Whether the fused kernels train these runs: float64 inputs on a cuda device
+    where numba can compile for it."""
+    cuda_float64 = inputs.device.type == "cuda" and inputs.dtype == torch.float64
+    return cuda_float64 and kernels_compile()
+
+
+@cache
+def kernels_compile() -> bool:
+    """Whether numba.cuda compiles and runs a kernel here, once a process. It needs
+    the CUDA toolkit's libNVVM (CUDA_HOME, or the system's /usr/local/cuda), which
+    torch's wheels do not carry: without it, training takes torch's ops on cuda, as
+    before the kernels, and says so once."""
+    try:
+        import numpy as np
+        from numba import cuda
+
+        @cuda.jit
+        def probe(out):
+            out[0] = 1.0
+
+        out = cuda.to_device(np.zeros(1))
+        probe[1, 1](out)
+        return bool(out.copy_to_host()[0] == 1.0)
+    except Exception as error:  # noqa: BLE001 - any failure means: not here
+        print(
+            f"warning: the fused CUDA kernels cannot run here ({type(error).__name__}: "
+            f"{error}); training takes torch's ops on cuda (docs/speed.md, 'On a GPU')",
+            file=sys.stderr,
+        )
+        return False
 
 
 def as_array(tensor: torch.Tensor):
