@@ -142,7 +142,8 @@ def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = 
 
 def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
     """On the CPU the compiled kernel: its block of runs, and that it runs on threads
-    of its own (torch's ops on one meanwhile). None elsewhere: plain autograd."""
+    of its own (torch's ops on one meanwhile). None elsewhere: on cuda training takes
+    `fused_training` (autograd where numba cannot compile), the debate autograd."""
     return (KERNEL_BLOCK, True) if inputs.device.type == "cpu" else None
 
 
