@@ -67,8 +67,20 @@ def run(case: dict) -> dict:
     }
 
 
+def settle_globals() -> None:
+    """numba's simulator swaps `cuda` in a device function's module globals at every
+    call, iterating them, in each simulated thread; a thread's first floating-point
+    warning (a diverging run's overflow) adds __warningregistry__ to the same dict:
+    'dictionary changed size during iteration'. Made beforehand, it keeps its size."""
+    from pipeline.models import cuda_pooling, cuda_window
+
+    for module in (cuda_pooling, cuda_window):
+        vars(module).setdefault("__warningregistry__", {})
+
+
 def main(cases_path: str, results_path: str) -> None:
     cuda_launch.on_cuda = simulated_device
+    settle_globals()
     cases = torch.load(cases_path, weights_only=False)
     torch.save({name: run(case) for name, case in cases.items()}, results_path)
 
