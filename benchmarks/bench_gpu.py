@@ -1,55 +1,241 @@
-"""Seconds and peak GPU memory of training and evaluating many seeds on one CUDA device.
+"""Seconds of training on one CUDA device beside the same work on this machine's CPU.
 
-    python benchmarks/bench_gpu.py
+    python benchmarks/bench_gpu.py [--sizes 1000 100000 1000000] [--kinds lesson ...]
+        [--cpu-max-seeds 2000] [--peak-gflops G --peak-gbs B] [--cpu-only | --simulate]
 
-What is timed is the seed study's work per seed (pipeline.analysis.seed_study.train_seeds:
-200 epochs of training, then every per-seed metric on the held-out set), float64,
-for 10^3, 10^5 and 10^6 seeds of the lesson and 10^3 seeds of each variant. The
-first case also warms CUDA up and is timed again. scripts/gpu_check.sh runs this.
+Rows (float64, `--epochs` epochs, the lesson's 360 training sequences):
+
+- `train <kind>` for each size and kind: `train.train` of that many runs, on cuda the
+  fused kernel (pipeline/models/cuda_pooling.py, cuda_window.py). The runs start from
+  the init's distribution ((u1 + u2 + u3 - 1.5) * init_scale, drawn by torch's
+  generator: the init stream draws 10^6 runs in minutes of Python);
+- `study`: the study stage's work (`seed_study.run`, training, every metric, the
+  bootstrap) on `--stage-seeds` seeds; `grid <cell>` and `debate <cell>`: one cell of
+  each (`grid.run_cell`, `debate.cell.run_cell`) on `--stage-seeds` seeds.
+
+Columns: the device's seconds and seeds/s; the CPU's seconds for the same work and
+the ratio CPU / device. A `train` row with more than `--cpu-max-seeds` runs times the
+CPU on that many and scales linearly (marked `~`: training is linear in runs). Then
+the kernel's achieved float64 rate, its fraction of the device's peak, and the same
+for memory bandwidth: flops and bytes counted by hand in the kernels' modules
+(`FusedTraining.flops`, `cuda_launch.dram_bytes`), so the fractions say how far the
+kernel is from its bound, not what a profiler counts. The peaks come from `PEAKS` by
+the device's name, or from `--peak-gflops` and `--peak-gbs`.
+
+`--cpu-only` times the CPU column alone (no device). `--simulate` runs the device
+column in numba's CUDA simulator on CPU tensors (NUMBA_ENABLE_CUDASIM=1, set before
+numba loads): a check of this script and the kernels' wiring without a GPU, at tiny
+`--sizes`; its seconds mean nothing. scripts/gpu_check.sh runs the defaults.
 """
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import os
 import time
+from collections.abc import Callable, Iterator
 
 import torch
 
 from pipeline import data
-from pipeline.analysis import seed_study
-from pipeline.config import compose, validate
+from pipeline.config import Config, compose, validate
+from pipeline.models import cuda_launch, frames, interface, train
 
-CASES = [
-    ("lesson", 1_000),
-    ("lesson", 1_000),
-    ("lesson", 100_000),
-    ("lesson", 1_000_000),
-    ("sink", 1_000),
-    ("multihead", 1_000),
-    ("posenc", 1_000),
-    ("window", 1_000),
+KINDS = ["lesson", "sink", "multihead", "posenc", "window"]
+# NVIDIA's datasheets, float64 without tensor cores (the kernels use none), and HBM
+# bandwidth: (a part of torch.cuda.get_device_name(), GFLOP/s, GB/s), first match wins.
+PEAKS = [
+    ("H200 NVL", 30_000, 4_800),
+    ("H200", 34_000, 4_800),
+    ("H100 NVL", 30_000, 3_900),
+    ("H100 PCIe", 26_000, 2_000),
+    ("H100", 34_000, 3_350),
 ]
-CHUNK = 5_000  # seeds trained at once: the largest chunk the config's memory check allows
+
+
+def arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 100_000, 1_000_000])
+    parser.add_argument("--kinds", nargs="+", default=KINDS, choices=KINDS)
+    parser.add_argument("--epochs", type=int, default=200)
+    parser.add_argument("--cpu-max-seeds", type=int, default=2_000)
+    parser.add_argument("--stage-seeds", type=int, default=1_000)
+    parser.add_argument("--no-stages", action="store_true", help="the train rows alone")
+    parser.add_argument("--peak-gflops", type=float)
+    parser.add_argument("--peak-gbs", type=float)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--cpu-only", action="store_true")
+    mode.add_argument("--simulate", action="store_true")
+    return parser.parse_args()
+
+
+def peaks(args: argparse.Namespace, name: str) -> tuple[float | None, float | None]:
+    """The device's float64 GFLOP/s and GB/s: the overrides, else `PEAKS`."""
+    found = next(((f, b) for part, f, b in PEAKS if part in name), (None, None))
+    return args.peak_gflops or found[0], args.peak_gbs or found[1]
+
+
+def timed(work: Callable[[], object], device: torch.device) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    start = time.perf_counter()
+    work()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    return time.perf_counter() - start
+
+
+def init_like(cfg: Config, runs: int, device: torch.device, seed: int = 0):
+    """`runs` runs drawn from the init's distribution, b = 0 (the docstring says why)."""
+    layout = interface.layout(cfg.model, cfg.data.steps)
+    gen = torch.Generator().manual_seed(seed)
+    count = sum(torch.Size(shape).numel() for _, shape in layout)
+    draws = [torch.rand(runs, count, generator=gen, dtype=torch.float64) for _ in range(3)]
+    flat = (draws[0] + draws[1] + draws[2] - 1.5) * cfg.model.init_scale
+    params = interface.from_flat(flat, cfg.model, cfg.data.steps)
+    params.named["b"].zero_()
+    return params.map(lambda t: t.to(device))
+
+
+def train_row(cfg: Config, seeds: int, device: torch.device, epochs: int):
+    """(the work of `seeds` runs on `device`, the fused kernel's flops and bytes)."""
+    frame = data.generate(cfg.data)
+    inputs, labels = frames.split_tensors(cfg, frame, "train", device, torch.float64)[:2]
+    params = init_like(cfg, seeds, device)
+    fused = interface.fused_training(params, inputs, labels)
+    counts = None
+    if fused is not None:
+        examples, steps = inputs.shape[:2]
+        flops = seeds * epochs * examples * fused.flops(params)
+        size = sum(t[0].numel() for t in params.tensors())
+        counts = flops, cuda_launch.dram_bytes(seeds, size, epochs, examples, steps)
+    # check=False: a diverging run is timed like the others, not an error here
+    return lambda: train.train(params, inputs, labels, epochs, cfg.train.lr, False), counts
+
+
+def warm(cfg: Config, device: torch.device, warmed: set) -> None:
+    """One epoch of two runs, once per kind and device, untimed: numba compiles the
+    kernels (or the window kind's CPU loops) and CUDA loads them on first use."""
+    key = (cfg.model.kind, device.type)
+    if key not in warmed:
+        train_row(cfg, 2, device, 1)[0]()
+        warmed.add(key)
+
+
+def stage_rows(seeds: int) -> list[tuple[str, list[str], Callable[[Config], object]]]:
+    """(name, overrides, work) of the study, a grid cell and a debate cell."""
+    from pipeline.analysis import grid, seed_study
+    from pipeline.debate import cell as debate_cell
+
+    cfg = validate(compose([]))
+    grid_cell, debate_name = next(iter(cfg.grid.cells)), next(iter(cfg.debate.cells))
+    g, d = cfg.grid.cells[grid_cell], cfg.debate.cells[debate_name]
+    return [
+        ("study", [f"study.seeds={seeds}"], lambda c: seed_study.run(c, data.generate(c.data))),
+        (
+            f"grid {grid_cell}",
+            [f"grid.seeds={seeds}"],
+            lambda c: grid.run_cell(c, g.task, g.variant),
+        ),
+        (
+            f"debate {debate_name}",
+            [f"debate.seeds={seeds}"],
+            lambda c: debate_cell.run_cell(c, d.task, d.variant),
+        ),
+    ]
+
+
+def rate(amount: float | None, seconds: float, peak: float | None, unit: float) -> str:
+    """Achieved rate (per `unit`) and its share of `peak`: 'rate share'."""
+    if amount is None or seconds <= 0:
+        return f"{'-':>9} {'-':>6}"
+    achieved = amount / seconds / unit
+    share = f"{achieved / peak:6.1%}" if peak else f"{'-':>6}"
+    return f"{achieved:9.4g} {share}"
+
+
+@contextlib.contextmanager
+def simulated(on: bool) -> Iterator[None]:
+    """With `on`, float64 CPU runs take the fused kernels (in numba's simulator)."""
+    chooses = cuda_launch.on_cuda
+    if on:
+        cuda_launch.on_cuda = lambda inputs: inputs.dtype == torch.float64
+        from pipeline.models import cuda_pooling, cuda_window
+
+        for module in (cuda_pooling, cuda_window):  # tests/cuda_simulated.py says why
+            vars(module).setdefault("__warningregistry__", {})
+    try:
+        yield
+    finally:
+        cuda_launch.on_cuda = chooses
 
 
 def main() -> None:
-    print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}")
-    print(f"{'model':>10} {'seeds':>9} {'seconds':>8} {'seeds/s':>9} {'peak GPU MiB':>13}")
-    for kind, seeds in CASES:
-        # The config's memory check bounds a whole study on the CPU (its bootstrap and
-        # every per-example number): here only training and the per-seed numbers run,
-        # so the seeds are passed explicitly.
-        chunk = min(seeds, CHUNK)
-        overrides = [f"model={kind}", "train.device=cuda"]
-        cfg = validate(compose([*overrides, f"study.seeds={chunk}", f"study.chunk={chunk}"]))
-        frame = data.generate(cfg.data)
-        torch.cuda.reset_peak_memory_stats()
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        seed_study.train_seeds(cfg, frame, list(range(1, seeds + 1)))
-        torch.cuda.synchronize()
-        seconds = time.perf_counter() - start
-        peak = torch.cuda.max_memory_allocated() / 2**20
-        print(f"{kind:>10} {seeds:>9} {seconds:>8.2f} {seeds / seconds:>9.0f} {peak:>13.0f}")
+    args = arguments()
+    if args.simulate:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # before numba.cuda loads
+    cpu = torch.device("cpu")
+    device = cpu if args.cpu_only or args.simulate else torch.device("cuda")
+    name = "cpu only" if args.cpu_only else "numba's CUDA simulator" if args.simulate else ""
+    name = name or torch.cuda.get_device_name(device)
+    peak_gflops, peak_gbs = peaks(args, name)
+    print(f"torch {torch.__version__}, device: {name}, CPU threads {torch.get_num_threads()}")
+    print(f"peaks: {peak_gflops or '-'} GFLOP/s float64, {peak_gbs or '-'} GB/s")
+    header = f"{'work':>22} {'seeds':>8} {'device s':>9} {'seeds/s':>9} {'cpu s':>9} {'cpu/dev':>7}"
+    print(f"{header} {'GFLOP/s':>9} {'peak':>6} {'GB/s':>9} {'peak':>6}")
+    warmed: set = set()
+    on_cpu: dict[tuple[str, int], float] = {}
+    for seeds in args.sizes:
+        for kind in args.kinds:
+            cfg = validate(compose([f"model={kind}"]))
+            dev_seconds, counts = None, None
+            if not args.cpu_only:
+                with simulated(args.simulate):
+                    warm(cfg, device, warmed)
+                    work, counts = train_row(cfg, seeds, device, args.epochs)
+                    dev_seconds = timed(work, device)
+            cpu_seeds = min(seeds, args.cpu_max_seeds)
+            if (kind, cpu_seeds) not in on_cpu:  # the larger sizes share one CPU timing
+                warm(cfg, cpu, warmed)
+                on_cpu[kind, cpu_seeds] = timed(train_row(cfg, cpu_seeds, cpu, args.epochs)[0], cpu)
+            cpu_seconds = on_cpu[kind, cpu_seeds] * seeds / cpu_seeds
+            mark = "~" if cpu_seeds < seeds else " "
+            show(
+                f"train {kind}",
+                seeds,
+                dev_seconds,
+                cpu_seconds,
+                mark,
+                counts,
+                peak_gflops,
+                peak_gbs,
+            )
+    if args.no_stages:
+        return
+    for label, overrides, work in stage_rows(args.stage_seeds):
+        on = {}
+        # the simulator would take hours over a stage: the CPU column alone there
+        for where in ([] if args.cpu_only or args.simulate else ["cuda"]) + ["cpu"]:
+            cfg = validate(compose([*overrides, f"train.device={where}"]))
+            target = device if where == "cuda" else cpu
+            on[where] = timed(lambda c=cfg, w=work: w(c), target)
+        show(label, args.stage_seeds, on.get("cuda"), on["cpu"], " ", None, None, None)
+
+
+def show(label, seeds, dev_seconds, cpu_seconds, mark, counts, peak_gflops, peak_gbs) -> None:
+    if dev_seconds is None:
+        dev, per_second, ratio = f"{'-':>9}", f"{seeds / cpu_seconds:9.0f}", f"{'-':>7}"
+    else:
+        dev, per_second = f"{dev_seconds:9.3f}", f"{seeds / dev_seconds:9.0f}"
+        ratio = f"{cpu_seconds / dev_seconds:7.1f}"
+    flops, traffic = counts if counts else (None, None)
+    seconds = dev_seconds or 0.0
+    print(
+        f"{label:>22} {seeds:>8} {dev} {per_second} {mark}{cpu_seconds:8.3f} {ratio} "
+        f"{rate(flops, seconds, peak_gflops, 1e9)} {rate(traffic, seconds, peak_gbs, 1e9)}",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

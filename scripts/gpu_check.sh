@@ -10,7 +10,8 @@
 # the tests marked `gpu` (tests/test_gpu.py: the golden numbers
 # on cuda, a 1000-seed study, every model, every stage's bytes against the CPU),
 # `dvc repro --force` with train.device auto and `git status` (REPRO=0 skips it),
-# and benchmarks/bench_gpu.py (BENCH=0 skips it). CI never runs this: it has no GPU.
+# and benchmarks/bench_gpu.py (BENCH=0 skips it; BENCH_ARGS passes it options, e.g.
+# BENCH_ARGS="--sizes 1000 100000 --no-stages"). CI never runs this: it has no GPU.
 #
 # Offline (a cluster node that reaches no package index), from a wheel folder made
 # beforehand on a machine that has one, for the node's Python:
@@ -58,6 +59,9 @@ python -c 'import pytest' 2>/dev/null || {
 }
 export PYTHONPATH=$PWD  # the checkout's package, no build step
 python -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
+# The fused training kernels (numba.cuda) need the CUDA toolkit's libNVVM: without
+# it training falls back to torch's ops on cuda, and this says why.
+python -c 'from pipeline.models import cuda_launch; print("fused CUDA kernels:", "yes" if cuda_launch.kernels_compile() else "no (torch ops)")'
 echo "install: $((SECONDS - start)) s"
 
 # One process (no xdist): the GPU is one device.
@@ -71,5 +75,5 @@ if [ "${REPRO:-1}" != 0 ]; then
     git status --porcelain --untracked-files=no
     git diff --quiet && echo "git status: clean (every committed output byte for byte)"
 fi
-[ "${BENCH:-1}" != 0 ] && python benchmarks/bench_gpu.py
+[ "${BENCH:-1}" != 0 ] && python benchmarks/bench_gpu.py ${BENCH_ARGS:-}
 echo "total: $((SECONDS - start)) s"

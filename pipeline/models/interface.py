@@ -104,6 +104,11 @@ def gradient_step(params: Params, inputs: torch.Tensor, labels: torch.Tensor):
     return kind(params.cfg.kind).gradient_step(inputs, labels)
 
 
+def fused_training(params: Params, inputs: torch.Tensor, labels: torch.Tensor):
+    """The kind's whole training in one fused kernel on the inputs' device, or None."""
+    return kind(params.cfg.kind).fused_training(inputs, labels)
+
+
 def loss_step(params: Params, inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
     """The kind's fast step on a loss on the pooling (`debate.training.loss_step`), or None."""
     return kind(params.cfg.kind).loss_step(inputs, loss, fixed)

@@ -23,6 +23,8 @@ replaces the default below:
   it has no layer, and those explainers do not apply (`defines`);
 - the fast path in training (`gradient_step`, `training_block`; `loss_step` for a
   loss on the pooling other than the BCE, the debate's): by default none, autograd.
+  `fused_training(inputs, labels)`: the whole training in one compiled kernel where
+  the runs' tensors are on a cuda device (pipeline/models/cuda_launch.py), else None;
   A kind's hand-derived gradients or compiled kernel are optimisations:
   tests/test_models.py checks each against autograd through `attend`;
 - the memory estimate's factors (`pooling_heads`, `layer_values`);
@@ -55,6 +57,7 @@ OPTIONAL = (
     "gradient_step",
     "loss_step",
     "training_block",
+    "fused_training",
     "pooling_heads",
     "layer_values",
     "sink_slot",
@@ -118,6 +121,11 @@ class Kind:
     def training_block(self, inputs: torch.Tensor) -> tuple[int, bool] | None:
         """(runs per pass of the fast path, whether it computes on threads of its own),
         or None: one pass of every run."""
+        return None
+
+    def fused_training(self, inputs: torch.Tensor, labels: torch.Tensor):
+        """(params, epochs, lr) -> (trained params, loss, accuracy (epochs, S)) by a fused
+        kernel on the inputs' device, or None: `train.train`'s epochs."""
         return None
 
     def pooling_heads(self, cfg: ModelConfig) -> int:

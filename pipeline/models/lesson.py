@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 from pipeline.config import ModelConfig
+from pipeline.models import cuda_launch
 from pipeline.models.attention import attention_weights, drop_steps_mask
 from pipeline.models.parameters import Layout, Params, lesson_layout
 from pipeline.models.pooling import attend as pool
@@ -197,6 +198,16 @@ def gradient_step(
     """The fast path's step for `train.descend`: params -> (logits, hand-derived gradients)."""
     batch = TrainingSet.build(inputs, labels)
     return lambda params: logits_and_gradients(params, batch)
+
+
+def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
+    """On cuda, the whole training in one fused kernel (pipeline/models/cuda_pooling.py):
+    one thread a run, no (N, T, S) tensor; None elsewhere."""
+    if not cuda_launch.on_cuda(inputs):
+        return None
+    from pipeline.models.cuda_pooling import Pooling, training  # numba: loaded on use
+
+    return training(inputs, labels, lambda params: Pooling())
 
 
 def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):

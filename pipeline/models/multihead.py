@@ -12,6 +12,7 @@ import torch
 
 from pipeline import ties
 from pipeline.config import ModelConfig
+from pipeline.models import cuda_launch
 from pipeline.models.lesson import TrainingSet, moment_gradients
 from pipeline.models.parameters import CHANNELS, Layout, Params
 from pipeline.models.pooling import (
@@ -79,6 +80,16 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
         ]
 
     return step
+
+
+def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
+    """On cuda, the whole training in one fused kernel (pipeline/models/cuda_pooling.py),
+    every head in the run's thread; None elsewhere."""
+    if not cuda_launch.on_cuda(inputs):
+        return None
+    from pipeline.models.cuda_pooling import Pooling, training  # numba: loaded on use
+
+    return training(inputs, labels, lambda params: Pooling(heads=params.cfg.heads))
 
 
 def extra_values(params: Params, inputs: torch.Tensor, marked: torch.Tensor):

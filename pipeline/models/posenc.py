@@ -9,6 +9,7 @@ from __future__ import annotations
 import torch
 
 from pipeline.config import ModelConfig
+from pipeline.models import cuda_launch
 from pipeline.models.parameters import (
     CHANNELS,
     LESSON_GROUPS,
@@ -80,6 +81,21 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
     """Training's fast path: hand-derived gradients (pipeline/models/pooling_gradients.py),
     with p as the offsets of every example's steps."""
     return pooling_step(inputs, bce_heads(labels))
+
+
+def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
+    """On cuda, the whole training in one fused kernel (pipeline/models/cuda_pooling.py),
+    p learned per run or the sinusoid shared by all; None elsewhere."""
+    if not cuda_launch.on_cuda(inputs):
+        return None
+    from pipeline.models.cuda_pooling import Pooling, training  # numba: loaded on use
+
+    def pooling(params: Params) -> Pooling:
+        if params.cfg.positional == "learned":
+            return Pooling(learned_offsets=True)
+        return Pooling(fixed_offsets=encoding(params, inputs))
+
+    return training(inputs, labels, pooling)
 
 
 def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):

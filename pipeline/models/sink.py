@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from pipeline.config import ModelConfig
+from pipeline.models import cuda_launch
 from pipeline.models.lesson import TrainingSet, moment_gradients
 from pipeline.models.parameters import LESSON_GROUPS, Groups, Layout, Params, lesson_layout
 from pipeline.models.pooling import attend as pool
@@ -55,6 +56,16 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
         return logits, [*head_gradients(head, dkey, dvalue), dbias, dsink]
 
     return step
+
+
+def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
+    """On cuda, the whole training in one fused kernel (pipeline/models/cuda_pooling.py),
+    the sink in every softmax sum; None elsewhere."""
+    if not cuda_launch.on_cuda(inputs):
+        return None
+    from pipeline.models.cuda_pooling import Pooling, training  # numba: loaded on use
+
+    return training(inputs, labels, lambda params: Pooling(sink=True))
 
 
 def sink_mass(params: Params, inputs: torch.Tensor) -> torch.Tensor:

@@ -69,24 +69,41 @@ def train(
     lesson's moments, also sink's and multihead's; posenc's
     pipeline/models/pooling_gradients.py; window's fused kernel on the CPU) takes it
     unless `autograd`, in its own blocks (`training_block`); tests/test_models.py
-    checks each fast path against the definition.
+    checks each fast path against the definition. On a cuda device a kind's fused
+    kernel trains every epoch at once (`fused_training`: tests/test_cuda_kernels.py).
     With `check`, a run that reached NaN or inf raises DivergenceError; without, the
     caller looks at `finite_runs` itself (the seed study names the seeds).
     """
     keep_freed_memory()
+    fused = None if autograd else interface.fused_training(params, inputs, labels)
+    if fused is not None:  # on cuda: every epoch in one kernel (cuda_launch.py)
+        params, loss, acc = fused(params, epochs, lr)
+        history = History(loss, acc)
+    else:
+        params, history = stepped(params, inputs, labels, epochs, lr, autograd)
+    if check:
+        check_finite(history.loss, params, lr)
+    return params.map(settle), history
+
+
+def stepped(
+    params: Params,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+    epochs: int,
+    lr: float,
+    autograd: bool,
+) -> tuple[Params, History]:
+    """`epochs` steps of the kind's fast path (`gradient_step`), or autograd's."""
     fast = None if autograd else interface.gradient_step(params, inputs, labels)
     if fast is None:
         step, block = autograd_step(inputs, labels), (AUTOGRAD_BLOCK, False)
     else:
         step, block = fast, interface.training_block(params, inputs)
     if block is None:  # lesson, sink, multihead: one pass of all runs, on torch's threads
-        params, history = descend(params, step, labels, epochs, lr)
-    else:
-        threads = blocks_threads(block, available())
-        params, history = descend_blocks(params, step, labels, epochs, lr, block[0], threads)
-    if check:
-        check_finite(history.loss, params, lr)
-    return params.map(settle), history
+        return descend(params, step, labels, epochs, lr)
+    threads = blocks_threads(block, available())
+    return descend_blocks(params, step, labels, epochs, lr, block[0], threads)
 
 
 def descend(

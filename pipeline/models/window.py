@@ -8,7 +8,8 @@ ablation drops a step from the pooling only: the layer still sees every step.
 
 Its fast path in training on the CPU: the layer and the pooling as compiled loops
 (`pipeline.models.window_kernel`), forward and backward fused per tile of runs
-(`gradient_step`), with the chain to the parameters derived by hand.
+(`gradient_step`), with the chain to the parameters derived by hand. On cuda, the
+same math in one CUDA thread a run (`fused_training`, pipeline/models/cuda_window.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import math
 import torch
 
 from pipeline.config import ModelConfig
+from pipeline.models import cuda_launch
 from pipeline.models.attention import drop_steps_mask
 from pipeline.models.parameters import (
     CHANNELS,
@@ -140,7 +142,8 @@ def attend(params: Params, inputs: torch.Tensor, dropped: torch.Tensor | None = 
 
 def training_block(inputs: torch.Tensor) -> tuple[int, bool] | None:
     """On the CPU the compiled kernel: its block of runs, and that it runs on threads
-    of its own (torch's ops on one meanwhile). None elsewhere: plain autograd."""
+    of its own (torch's ops on one meanwhile). None elsewhere: on cuda training takes
+    `fused_training` (autograd where numba cannot compile), the debate autograd."""
     return (KERNEL_BLOCK, True) if inputs.device.type == "cpu" else None
 
 
@@ -152,6 +155,16 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
     from pipeline.models.window_kernel import bce_head  # numba: 0.5 s to import
 
     return kernel_step(inputs, bce_head(labels))
+
+
+def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
+    """On cuda, the whole training in one fused kernel, the layer's and the pooling's
+    chain in each run's thread (pipeline/models/cuda_window.py); None elsewhere."""
+    if not cuda_launch.on_cuda(inputs):
+        return None
+    from pipeline.models.cuda_window import training  # numba: loaded on use
+
+    return training(inputs, labels)
 
 
 def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
