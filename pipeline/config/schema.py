@@ -46,7 +46,8 @@ MAX_BYTES = 8 * 2**30
 
 # The config groups that shape a number; paths and tracking settings do not.
 NUMBER_GROUPS = (
-    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate"
+    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate",
+    "abstraction",
 )  # fmt: skip
 
 
@@ -194,6 +195,23 @@ class DebateConfig:
 
 
 @dataclass
+class AbstractionConfig:
+    """Causal abstraction (pipeline/field/abstraction.py, docs/field.md): interchange
+    interventions on the context vector of the study's first runs, trained and at init."""
+
+    seeds: int = 20  # the study's first runs; 1000 for the docs' distributions
+    dims: int = 1  # aligned coordinates of the context vector (d_v = 3)
+    hidden: int = 8  # the non-linear map's coupling MLPs' width
+    blocks: int = 2  # its additive coupling blocks
+    pairs: int = 256  # (base, source) training pairs, drawn from the training split
+    pair_seed: int = 0
+    map_seed: int = 0  # each run's map init draws from default_rng([map_seed, run seed])
+    epochs: int = 200  # full-batch Adam steps on the pairs
+    lr: float = 0.05
+    implements: float = 0.9  # an IIA this high counts as "implements the algorithm"
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -224,6 +242,7 @@ class PathsConfig:
     next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
     debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
     debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
+    abstraction: str = "reports/abstraction/abstraction.json"  # interchange interventions
 
 
 @dataclass
@@ -237,5 +256,6 @@ class Config:
     faithfulness: FaithfulnessConfig = field(default_factory=FaithfulnessConfig)
     grid: GridConfig = field(default_factory=GridConfig)
     debate: DebateConfig = field(default_factory=DebateConfig)
+    abstraction: AbstractionConfig = field(default_factory=AbstractionConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)
