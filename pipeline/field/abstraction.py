@@ -291,7 +291,7 @@ def summary(
     """The document: per condition (trained, random) its held-out accuracy and per map
     the IIA over runs (all pairs, and pairs whose labels differ), the share of runs
     at abstraction.implements or above, and the non-linear map's paired gain."""
-    document: dict = {"seeds": seeds, "conditions": {}}
+    document: dict = {"seeds": seeds, "implements": settings.implements, "conditions": {}}
     for condition, maps in scores.items():
         entry: dict = {
             "heldout_accuracy": seed_interval(accuracy[condition], resamples, bootstrap_seed),

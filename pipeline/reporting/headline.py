@@ -16,9 +16,22 @@ from pipeline.analysis import registry
 ATTENTION_NUMBERS = ("tau_loo", "hit_at_1")
 
 
-def headline(metrics: dict, study: dict, faithfulness: dict) -> dict:
-    """{"lesson": ..., "runs": {seed: ...}, "study": ...}: nested, as DVC shows it."""
+def headline_numbers(abstraction: dict) -> dict[str, float]:
+    """The abstraction stage's mean IIA per condition (trained, random) and map."""
+    return {
+        f"iia_{condition}_{name}": entry[name]["iia"]["mean"]
+        for condition, entry in abstraction["conditions"].items()
+        for name in ("linear", "nonlinear")
+    }
+
+
+def headline(
+    metrics: dict, study: dict, faithfulness: dict, abstraction: dict | None = None
+) -> dict:
+    """{"lesson": ..., "runs": {seed: ...}, "study": ...}: nested, as DVC shows it; with
+    the abstraction stage's mean IIA per condition and map (`iia_*`) where given."""
     heldout = study["heldout_accuracy"]
+    field = {} if abstraction is None else {"abstraction": headline_numbers(abstraction)}
     return {
         "lesson": {
             "seed_gap": metrics["seed_gap"],
@@ -41,4 +54,5 @@ def headline(metrics: dict, study: dict, faithfulness: dict) -> dict:
             "heldout_accuracy_ci95_high": heldout["ci95_high"],
             "share_pairs_at_least_gap": study["pair_gap"]["p_at_least_observed"],
         },
+        **field,
     }

@@ -24,6 +24,7 @@ from pipeline.files import (
 )
 from pipeline.memory import check_memory
 from pipeline.reporting import figures, report
+from pipeline.reporting.abstraction import abstraction_section
 from pipeline.reporting.debate import debate_section
 from pipeline.reporting.headline import headline
 from pipeline.reporting.next_lesson import next_lesson_section
@@ -120,11 +121,13 @@ def main() -> None:
     )
     markdown, pngs, step_weights = run(cfg, document, steps, curves, study, faithfulness)
     markdown += next_lesson(cfg) + debate(cfg)
+    abstraction = read_json(cfg.paths.abstraction)
+    markdown += "\n" + abstraction_section(abstraction) + "\n"
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, step_weights)
         write_text(cfg.paths.report, markdown)
-        write_json(cfg.paths.headline, headline(document, study[0], faithfulness[0]))
+        write_json(cfg.paths.headline, headline(document, study[0], faithfulness[0], abstraction))
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
         study_faithfulness=read_json(cfg.paths.study_faithfulness),
+        abstraction=read_json(cfg.paths.abstraction),
     )
 
 

@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 from pipeline.config import PARAMS_FILE, Config
+from pipeline.reporting.headline import headline_numbers
 from pipeline.tracking import record
 from pipeline.tracking.client import NewRun, log_once, log_run, source_tags
 from pipeline.tracking.state import (
@@ -67,6 +68,8 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
         if "sanity" in state.study_faithfulness:
             sanity = state.study_faithfulness["sanity"]
             values.update(sanity_metrics(sanity, "faithfulness/sanity/"))
+    if state.abstraction is not None:
+        values.update(nested_metrics(headline_numbers(state.abstraction), "abstraction/"))
     return values
 
 
