@@ -313,8 +313,6 @@ def _check_abstraction(cfg: Config) -> None:
     for key in ("seeds", "hidden", "blocks", "pairs", "epochs"):
         value = getattr(field, key)
         _check(value >= 1, f"abstraction.{key}", "must be an integer >= 1", value)
-    seeds = f"must be at most study.seeds ({cfg.study.seeds}): the study's first runs"
-    _check(field.seeds <= cfg.study.seeds, "abstraction.seeds", seeds, field.seeds)
     dims = f"must be in 1..{cfg.model.d_v - 1} (model.d_v - 1)"
     _check(1 <= field.dims < cfg.model.d_v, "abstraction.dims", dims, field.dims)
     _check(0 < field.lr < math.inf, "abstraction.lr", "must be a finite number > 0", field.lr)

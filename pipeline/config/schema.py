@@ -199,7 +199,7 @@ class AbstractionConfig:
     """Causal abstraction (pipeline/field/abstraction.py, docs/field.md): interchange
     interventions on the context vector of the study's first runs, trained and at init."""
 
-    seeds: int = 20  # the study's first runs; 1000 for the docs' distributions
+    seeds: int = 20  # the study's first runs (at most study.seeds); 1000 for the docs'
     dims: int = 1  # aligned coordinates of the context vector (d_v = 3)
     hidden: int = 8  # the non-linear map's coupling MLPs' width
     blocks: int = 2  # its additive coupling blocks
