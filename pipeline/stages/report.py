@@ -28,6 +28,7 @@ from pipeline.reporting.abstraction import abstraction_section
 from pipeline.reporting.debate import debate_section
 from pipeline.reporting.headline import headline
 from pipeline.reporting.next_lesson import next_lesson_section
+from pipeline.reporting.suppressors import suppressor_section
 from pipeline.stages import entry
 
 
@@ -123,6 +124,8 @@ def main() -> None:
     markdown += next_lesson(cfg) + debate(cfg)
     abstraction = read_json(cfg.paths.abstraction)
     markdown += "\n" + abstraction_section(abstraction) + "\n"
+    suppressors = suppressor_section([document for _, document in provenance.grid_cells(cfg)])
+    markdown += f"\n{suppressors}\n" if suppressors else ""
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, step_weights)
