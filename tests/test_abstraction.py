@@ -150,3 +150,53 @@ def test_a_run_scores_the_same_alone_or_with_others():
 def test_bad_settings_name_the_key(override, key):
     with pytest.raises(ConfigError, match=key):
         validate({"abstraction": override})
+
+
+def tiny_document() -> dict:
+    """Two runs (seeds 1, 2): every summary the mean of the per-seed values."""
+
+    def numbers(values):
+        mean = sum(values) / len(values)
+        return {"mean": mean, "ci95_low": min(values), "ci95_high": max(values)}
+
+    def condition(accuracy, linear, nonlinear):
+        entry = {"heldout_accuracy": numbers(accuracy), "per_seed_heldout_accuracy": accuracy}
+        for name, iia in (("linear", linear), ("nonlinear", nonlinear)):
+            entry[name] = {
+                "iia": numbers(iia),
+                "iia_changed": numbers(iia),
+                "share_implements": sum(v >= 0.9 for v in iia) / len(iia),
+                "per_seed_iia": iia,
+                "per_seed_iia_changed": iia,
+            }
+        entry["nonlinear_gain"] = numbers([n - li for n, li in zip(nonlinear, linear, strict=True)])
+        return entry
+
+    return {
+        "seeds": [1, 2],
+        "implements": 0.9,
+        "conditions": {
+            "trained": condition([0.9, 1.0], [0.9, 1.0], [0.95, 1.0]),
+            "random": condition([0.5, 0.4], [0.5, 0.6], [0.6, 0.95]),
+        },
+    }
+
+
+def test_the_section_and_the_headline_read_the_document():
+    from pipeline.reporting.abstraction import abstraction_section
+    from pipeline.reporting.headline import headline_numbers
+
+    document = tiny_document()
+    assert headline_numbers(document) == pytest.approx(
+        {
+            "iia_trained_linear": 0.95,
+            "iia_trained_nonlinear": 0.975,
+            "iia_random_linear": 0.55,
+            "iia_random_nonlinear": 0.775,
+        }
+    )
+    text = abstraction_section(document)
+    # seed 2 at init: accuracy 0.4, non-linear IIA 0.95: the most "implementing" run
+    assert "Most so: seed 2 (accuracy 0.4000, IIA 0.6000 linear, 0.9500 non-linear)" in text
+    assert "the non-linear map 0.7750 (1 of 2)" in text  # random runs at 0.9 or above
+    assert "run 1 0.9000 / 0.9500 trained, 0.5000 / 0.6000 at init" in text

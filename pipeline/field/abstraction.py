@@ -80,8 +80,8 @@ def rotation(skew: torch.Tensor) -> torch.Tensor:
 
 def _mlp(x: torch.Tensor, first: torch.Tensor, bias: torch.Tensor, second: torch.Tensor):
     """second . tanh(first . x + bias) per run: x (S, ..., in) -> (S, ..., out). Sums of
-    broadcast products, not einsum: the inner sizes (1 to 3) are far too small for a
-    matmul to pay (measured 5x slower on the 2-core machine)."""
+    broadcast products, like `pooling.project`: elementwise, so a run's numbers do not
+    depend on how many runs share the batch (as fast as einsum at these sizes)."""
     shape = (bias.shape[0],) + (1,) * (x.dim() - 2)
     pre = bias.reshape(*shape, -1)
     for i in range(x.shape[-1]):

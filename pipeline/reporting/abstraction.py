@@ -46,6 +46,27 @@ def most_implementing(entry: dict, seeds: list[int]) -> list[str]:
     ]
 
 
+def lesson_runs(document: dict) -> str:
+    """Runs 1 and 2 (the study's seeds 1 and 2 are the lesson's runs), where present."""
+    seeds = document["seeds"]
+    parts = []
+    for seed in (1, 2):
+        if seed in seeds:
+            i = seeds.index(seed)
+            numbers = [
+                f"{document['conditions'][condition][name]['per_seed_iia'][i]:.4f}"
+                for condition in CONDITION_NAMES
+                for name in MAP_NAMES
+            ]
+            parts.append(
+                f"run {seed} {numbers[0]} / {numbers[1]} trained, {numbers[2]} / "
+                f"{numbers[3]} at init"
+            )
+    if not parts:
+        return "- The lesson's runs 1 and 2 are not among these seeds."
+    return "- The lesson's runs, IIA rotation / RevNet: " + "; ".join(parts) + "."
+
+
 def reading(document: dict) -> list[str]:
     trained, random = document["conditions"]["trained"], document["conditions"]["random"]
     implements, runs = document["implements"], len(document["seeds"])
@@ -68,6 +89,7 @@ def reading(document: dict) -> list[str]:
         "computed by the map, not by the model (Sutter et al. 2025). Most so: "
         + "; ".join(most_implementing(random, document["seeds"]))
         + ".",
+        lesson_runs(document),
         "- IIA counts every ordered (base, source) pair of held-out sequences; on pairs whose "
         "labels agree, a map that swaps nothing is right wherever the model is, so the column "
         "'labels differ' (where the intervention must flip the output) is the stricter one.",
