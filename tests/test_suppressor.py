@@ -73,3 +73,30 @@ def test_attribution_shares_by_hand():
     assert_close(shares["rationale"], torch.tensor([[0.25, 1.0]], dtype=torch.float64))
     assert_close(shares["other"], torch.tensor([[0.25, 0.0]], dtype=torch.float64))
     assert_close(shares["top_is_suppressor"], torch.tensor([[1.0, 0.0]], dtype=torch.float64))
+
+
+def test_the_section_names_the_explainers_on_the_suppressor():
+    from pipeline.reporting.suppressors import suppressor_section
+
+    def parts(on_suppressor):
+        value = {"mean": on_suppressor, "ci95_low": on_suppressor, "ci95_high": on_suppressor}
+        rest = {"mean": 1 - on_suppressor, "ci95_low": 0.0, "ci95_high": 1.0}
+        zero = {"mean": 0.0, "ci95_low": 0.0, "ci95_high": 0.0}
+        return {"suppressor": value, "rationale": rest, "other": zero, "top_is_suppressor": zero}
+
+    cell = {
+        "task": "suppressor",
+        "variant": "posenc_learned",
+        "heldout_accuracy": {"mean": 0.7},
+        "hand_set_accuracy": 1.0,
+        "majority_baseline": 0.6,
+        "suppressors": {
+            "trained": {"attention": parts(0.1), "loo": parts(0.05)},
+            "hand_set": {"attention": parts(0.6), "loo": parts(0.1)},
+        },
+    }
+    text = suppressor_section([cell, {"task": "lesson"}])  # a cell without: left out
+    assert text.count("### ") == 1
+    assert "leave-one-out effect mass" in text and "carries 0.0500" in text
+    assert "on the suppressor: attention; below: loo" in text
+    assert suppressor_section([{"task": "lesson"}]) == ""
