@@ -50,7 +50,8 @@ def reading_columns(steps: int) -> list[str]:
 
 def generate(cfg: DataConfig, task: str = "lesson") -> pd.DataFrame:
     """All sequences in generation order, one row each, labelled by `task`'s rule."""
-    rule = tasks.task_module(task).label
+    module = tasks.task_module(task)
+    rule, observe = module.label, getattr(module, "observe", None)
     span = cfg.steps - cfg.first_marked_step
     split_names = [name for name, size in zip(SPLITS, cfg.split, strict=True) for _ in range(size)]
     rows = []
@@ -62,6 +63,8 @@ def generate(cfg: DataConfig, task: str = "lesson") -> pd.DataFrame:
             round((draw() + draw() + draw() - 1.5) * 1.9, 3) for _ in range(cfg.steps - 1)
         ]
         marked = cfg.first_marked_step + int(draw() * span)
+        if observe is not None:  # the task's own view of the readings, drawn after m
+            readings = observe(readings, draw)
         label = rule(readings, marked, cfg.threshold)
         rows.append([i, split_names[i], region, *readings, marked, label])
     columns = ["id", "split", "region", *reading_columns(cfg.steps), "marked_step", "label"]

@@ -179,6 +179,21 @@ def read_record(cfg: Config, stage: str) -> dict:
     return record
 
 
+# The field's newer tests (docs/field.md): each stage's document in its output folder.
+FIELD_DOCUMENTS = {"erasure": "metrics.json", "abstraction": "abstraction.json"}
+
+
+def field_documents(cfg: Config) -> dict[str, Any]:
+    """Each field stage's document by stage, None where that stage has not run (the
+    report and track stages show what there is; a stale one is refused by
+    verify_inputs, since the folder is their dep)."""
+    documents = {}
+    for stage, name in FIELD_DOCUMENTS.items():
+        path = Path(getattr(cfg.paths, stage)) / name
+        documents[stage] = read_json(path) if path.exists() else None
+    return documents
+
+
 def verify_inputs(cfg: Config, stage: str) -> None:
     """Refuse upstream outputs made from other params, or not the bytes their stage
     recorded. One line naming the file, the keys that changed, and what to run."""

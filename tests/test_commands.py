@@ -13,7 +13,7 @@ from pipeline.__main__ import COMMANDS
 from pipeline.config import PROJECT_ROOT
 
 STAGES = ["generate", "train", "evaluate", "study", "faithfulness", "report", "track"]
-STAGES += ["grid", "next_lesson", "debate", "debate_figures"]
+STAGES += ["grid", "next_lesson", "debate", "debate_figures", "abstraction"]
 
 
 def run(args: list[str], cwd) -> subprocess.CompletedProcess:

@@ -543,7 +543,7 @@ def test_the_configured_grid_cells_replace_the_default_ones():
     raw = yaml.safe_load(composed_yaml())
     raw["grid"]["cells"] = {"rise-window2": {"task": "rise", "variant": "window2"}}
     assert list(validate(raw).grid.cells) == ["rise-window2"]
-    assert len(validate(compose()).grid.cells) == 14  # conf/'s own list
+    assert len(validate(compose()).grid.cells) == 15  # conf/'s own list
 
 
 def test_a_kind_s_own_key_is_checked_only_for_that_kind():

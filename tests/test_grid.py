@@ -281,7 +281,8 @@ def test_each_cell_is_one_parent_run_tagged_with_task_and_model(cfg, store, tmp_
     [
         (
             "{task:nope,variant:lesson}",
-            r"grid.cells.bad.task='nope': allowed: lesson, first_half, rise, two_patterns",
+            r"grid.cells.bad.task='nope': allowed: lesson, first_half, rise, suppressor, "
+            "two_patterns",
         ),
         (
             "{task:rise,variant:transformer}",

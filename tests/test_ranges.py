@@ -155,6 +155,28 @@ CASES = {
         "erasure.top_k=0: each k must be an integer >= 1",
         "each k an integer >= 1",
     ),
+    "abstraction.seeds": ("0", "abstraction.seeds=0: must be an integer >= 1", "an integer >= 1"),
+    "abstraction.dims": (
+        "3",
+        "abstraction.dims=3: must be in 1..2",
+        "an integer in 1..model.d_v-1",
+    ),
+    "abstraction.hidden": ("0", "abstraction.hidden=0: must be an integer >= 1", "an integer >= 1"),
+    "abstraction.blocks": ("0", "abstraction.blocks=0: must be an integer >= 1", "an integer >= 1"),
+    "abstraction.pairs": ("0", "abstraction.pairs=0: must be an integer >= 1", "an integer >= 1"),
+    "abstraction.pair_seed": ("-1", f"abstraction.pair_seed=-1: must be {SEEDS}", SEEDS),
+    "abstraction.map_seed": ("-1", f"abstraction.map_seed=-1: must be {SEEDS}", SEEDS),
+    "abstraction.epochs": ("0", "abstraction.epochs=0: must be an integer >= 1", "an integer >= 1"),
+    "abstraction.lr": (
+        "0",
+        "abstraction.lr=0.0: must be a finite number > 0",
+        "a finite number > 0",
+    ),
+    "abstraction.implements": (
+        "1.5",
+        "abstraction.implements=1.5: must be in (0, 1]",
+        "in (0, 1]",
+    ),
 }
 
 

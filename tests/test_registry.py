@@ -87,6 +87,7 @@ def test_a_metric_registered_in_a_test_reaches_every_output(toy_metric, project,
 
     from pipeline.config import load_params
     from pipeline.stages import (
+        abstraction,
         evaluate,
         faithfulness,
         generate,
@@ -97,7 +98,7 @@ def test_a_metric_registered_in_a_test_reaches_every_output(toy_metric, project,
         train,
     )
 
-    for stage in (generate, train, evaluate, study, faithfulness):
+    for stage in (generate, train, evaluate, study, faithfulness, abstraction):
         stage.main()
     write_cells(project, load_params())
     next_lesson.main()

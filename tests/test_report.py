@@ -44,6 +44,8 @@ SECTIONS = [
     "## Which explanation is faithful?",
     "## The next lesson: a second head, and the order of steps",
     "## The attention debate",
+    # the grid's suppressor cell; erasure, abstraction and roar have not run here
+    "## Suppressor variables: attribution on a step that carries no label information",
 ]
 FIGURES = {
     "attention_seed_1.png",

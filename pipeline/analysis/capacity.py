@@ -102,6 +102,18 @@ def learned_halves(cfg: ModelConfig, steps: int, threshold: float) -> Params:
     return pooled(cfg, steps, (0.0, FOCUS), (0.0, 1.0), -1.0, P=encoding)
 
 
+def calibrated_marker(cfg: ModelConfig, steps: int, threshold: float) -> Params:
+    """The suppressor task with a learned encoding: p_0 = (threshold - beta / kappa, 2),
+    p_t = 0 elsewhere. Step 0 scores kappa (o + threshold) + beta, the marker
+    kappa (r_m + o) + beta, the rest beta less: the softmax is over {0, m}, with
+    a_m = sigmoid(kappa (r_m - threshold)), the offset o cancelled. The readout
+    -channel_1 reads -(a_m + 2 a_0) = a_m - 2; + 1.5 makes the logit a_m - 1/2."""
+    kappa, beta = 100.0, 1000.0  # a 0.001 reading step moves a_m by 0.025; beta >> kappa * 6
+    encoding = torch.zeros(steps, 2, dtype=torch.float64)
+    encoding[0] = torch.tensor([threshold - beta / kappa, 2.0])
+    return pooled(cfg, steps, (kappa, beta), (0.0, -1.0), 1.5, P=encoding)
+
+
 def window_count(cfg: ModelConfig, steps: int, threshold: float) -> Params:
     """Absolute position with a causal window w >= T / 2 + 1: even layer attention
     (A = 0) over the w positions before t; at the marker h_{m,1} = 1 + c / (m + 1)
@@ -142,6 +154,7 @@ CONSTRUCTIONS: dict[str, Construction] = {
         softmax_normalisation,
         two_heads,
         learned_halves,
+        calibrated_marker,
         window_count,
         window_previous,
     )

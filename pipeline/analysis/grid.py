@@ -32,7 +32,15 @@ import pandas as pd
 import torch
 
 from pipeline import data, tasks, ties
-from pipeline.analysis import capacity, faithfulness, metrics, sanity, seed_study, stats
+from pipeline.analysis import (
+    capacity,
+    faithfulness,
+    metrics,
+    sanity,
+    seed_study,
+    stats,
+    suppressors,
+)
 from pipeline.analysis.registry import ATTENTION
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
@@ -147,6 +155,35 @@ def cell_battery(
     return summary
 
 
+def suppressor_shares(
+    cfg: Config,
+    task: str,
+    variant: str,
+    runs: seed_study.SeedRuns,
+    heldout: tuple[torch.Tensor, ...],
+) -> dict:
+    """Each explainer's attribution on the task's suppressor steps (its `suppressors`),
+    on the rationale and elsewhere: over the battery's runs, and for the cell's
+    hand-set model (which uses the suppressor by construction), where it has one."""
+    inputs, _, marked = heldout
+    count = min(cfg.grid.faithfulness_seeds, len(runs.seeds))
+    params = interface.from_flat(runs.params[:count].to(inputs), cfg.model, cfg.data.steps)
+    module = tasks.task_module(task)
+    suppressor = torch.tensor(
+        [[t in module.suppressors(int(m), cfg.data.steps) for t in range(cfg.data.steps)]
+         for m in marked.tolist()],
+        device=inputs.device,
+    )  # fmt: skip
+    rationale = faithfulness.task_rationale(task, marked, cfg.data.steps).to(inputs.device)
+    document = {"trained": suppressors.summary(cfg, params, inputs, rationale, suppressor)}
+    construction, _ = capacity.capacity(task, variant)
+    if construction is not None:
+        hand = construction(cfg.model, cfg.data.steps, cfg.data.threshold)
+        hand = hand.map(lambda t: t.to(inputs))
+        document["hand_set"] = suppressors.summary(cfg, hand, inputs, rationale, suppressor)
+    return document
+
+
 def run_cell(cfg: Config, task: str, variant: str) -> dict:
     """One cell's document (reports/grid/<task>-<variant>.json)."""
     cell = cell_config(cfg, task, variant)
@@ -191,4 +228,6 @@ def run_cell(cfg: Config, task: str, variant: str) -> dict:
     release_freed_memory()  # the training's heap, before the battery's phase
     map_large_blocks()  # the battery's peak: what it holds, however the heap would fragment
     document["faithfulness"] = cell_battery(cell, task, runs, heldout, frame, labelled)
+    if hasattr(tasks.task_module(task), "suppressors"):
+        document["suppressors"] = suppressor_shares(cell, task, variant, runs, heldout)
     return document

@@ -78,6 +78,9 @@ def _check_values(cfg: Config) -> None:
         check(getattr(debate, key) != [], f"debate.{key}", "must list at least one lam", [])
     # the erasure stage's k of agreement at top-k: one above data.steps counts every step
     check(cfg.erasure.top_k != [], "erasure.top_k", "must list at least one k", [])
+    # the aligned subspace of the context vector: at least one axis, not all of them
+    dims, d_v = cfg.abstraction.dims, cfg.model.d_v
+    check(1 <= dims < d_v, "abstraction.dims", f"must be in 1..{d_v - 1} (model.d_v - 1)", dims)
     check_seeds(cfg)
     check_integers(cfg)  # after the keys' own bounds, which say more
     _check_tracking(cfg)

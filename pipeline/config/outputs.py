@@ -23,7 +23,8 @@ from pipeline.config.schema import (
 NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below its own
 # paths.* that are folders
 FOLDER_KEYS = (
-    "figures", "provenance", "grid", "next_lesson", "debate", "debate_figures", "erasure"
+    "figures", "provenance", "grid", "next_lesson", "debate", "debate_figures", "erasure",
+    "abstraction",
 )  # fmt: skip
 
 

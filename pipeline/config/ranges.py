@@ -101,6 +101,13 @@ RANGES: dict[str, Range] = {
     "debate.consistent_start": Range(0, 1, open_low=True),
     "erasure.seeds": at_least(2),
     "erasure.top_k": Range(1, integer=True, each="k"),
+    "abstraction.seeds": at_least(1),
+    "abstraction.hidden": at_least(1),
+    "abstraction.blocks": at_least(1),
+    "abstraction.pairs": at_least(1),
+    "abstraction.epochs": at_least(1),
+    "abstraction.lr": POSITIVE,
+    "abstraction.implements": Range(0, 1, open_low=True),
 }
 
 # The ranges that depend on another key, in words.
@@ -108,6 +115,7 @@ RELATIVE: dict[str, str] = {
     "data.split": "three integers >= 1 [train, validation, held-out] adding up to data.sequences",
     "data.first_marked_step": "an integer in 0..data.steps-1",
     "model.window": "an integer in 1..data.steps",
+    "abstraction.dims": "an integer in 1..model.d_v-1",
     "train.seeds": "distinct integers, each in 0..4294967295 - data.seed",
     "faithfulness.randomisation_offset": (
         "an integer in study.seeds..2**32-1 - faithfulness.sanity_seeds"

@@ -48,6 +48,7 @@ MAX_BYTES = 8 * 2**30
 NUMBER_GROUPS = (
     "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate",
     "erasure",
+    "abstraction",
 )  # fmt: skip
 
 
@@ -205,6 +206,23 @@ class DebateConfig:
 
 
 @dataclass
+class AbstractionConfig:
+    """Causal abstraction (pipeline/field/abstraction.py, docs/field.md): interchange
+    interventions on the context vector of the study's first runs, trained and at init."""
+
+    seeds: int = 20  # the study's first runs (at most study.seeds); 1000 for the docs'
+    dims: int = 1  # aligned coordinates of the context vector (d_v = 3)
+    hidden: int = 8  # the non-linear map's coupling MLPs' width
+    blocks: int = 2  # its additive coupling blocks
+    pairs: int = 256  # (base, source) training pairs, drawn from the training split
+    pair_seed: int = 0
+    map_seed: int = 0  # each run's map init draws from default_rng([map_seed, run seed])
+    epochs: int = 200  # full-batch Adam steps on the pairs
+    lr: float = 0.05
+    implements: float = 0.9  # an IIA this high counts as "implements the algorithm"
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -237,6 +255,7 @@ class PathsConfig:
     debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
     debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
     erasure: str = "reports/erasure"  # the erasure stage: metrics.json and seeds.csv
+    abstraction: str = "reports/abstraction"  # interchange interventions: abstraction.json
 
 
 @dataclass
@@ -251,5 +270,6 @@ class Config:
     grid: GridConfig = field(default_factory=GridConfig)
     debate: DebateConfig = field(default_factory=DebateConfig)
     erasure: ErasureConfig = field(default_factory=ErasureConfig)
+    abstraction: AbstractionConfig = field(default_factory=AbstractionConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)

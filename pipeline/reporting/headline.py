@@ -16,6 +16,15 @@ from pipeline.analysis import registry
 ATTENTION_NUMBERS = ("tau_loo", "hit_at_1")
 
 
+def headline_numbers(abstraction: dict) -> dict[str, float]:
+    """The abstraction stage's mean IIA per condition (trained, random) and map."""
+    return {
+        f"iia_{condition}_{name}": entry[name]["iia"]["mean"]
+        for condition, entry in abstraction["conditions"].items()
+        for name in ("linear", "nonlinear")
+    }
+
+
 def field_headline(erasure: dict) -> dict:
     """The erasure stage's headline numbers (reports/erasure/metrics.json), study means:
     `erasure` (the top-weight step's flips against a random other step's), `flip`
@@ -36,11 +45,20 @@ def field_headline(erasure: dict) -> dict:
     }
 
 
-def headline(metrics: dict, study: dict, faithfulness: dict, erasure: dict | None = None) -> dict:
-    """{"lesson": ..., "runs": {seed: ...}, "study": ..., and the erasure stage's
-    `field_headline` where given}: nested, as DVC shows it."""
+def headline(
+    metrics: dict,
+    study: dict,
+    faithfulness: dict,
+    erasure: dict | None = None,
+    abstraction: dict | None = None,
+) -> dict:
+    """{"lesson": ..., "runs": {seed: ...}, "study": ..., the erasure stage's
+    `field_headline` and the abstraction stage's mean IIA per condition and map
+    (`abstraction.iia_*`) where given}: nested, as DVC shows it."""
     heldout = study["heldout_accuracy"]
     field = {} if erasure is None else field_headline(erasure)
+    if abstraction is not None:
+        field["abstraction"] = headline_numbers(abstraction)
     return {
         **field,
         "lesson": {
@@ -64,4 +82,5 @@ def headline(metrics: dict, study: dict, faithfulness: dict, erasure: dict | Non
             "heldout_accuracy_ci95_high": heldout["ci95_high"],
             "share_pairs_at_least_gap": study["pair_gap"]["p_at_least_observed"],
         },
+        **field,
     }

@@ -29,6 +29,7 @@ class ReportInputs:
     debate_cells: list[dict] = field(default_factory=list)
     debate_images: list[str] = field(default_factory=list)  # debate_figures' figures' links
     erasure: dict | None = None  # the erasure stage's metrics.json (docs/field.md)
+    abstraction: dict | None = None  # the abstraction stage's document (docs/field.md)
 
 
 def image_lines(images: Images) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pipeline.analysis.golden import LESSON
+from pipeline.reporting.abstraction import abstraction_section
 from pipeline.reporting.debate import debate_section
 from pipeline.reporting.erasure import erasure_section
 from pipeline.reporting.faithfulness_section import faithful
@@ -26,6 +27,7 @@ from pipeline.reporting.lesson_tables import (
 from pipeline.reporting.next_lesson import next_lesson_section
 from pipeline.reporting.reading import reading
 from pipeline.reporting.study_section import seeds_at_scale
+from pipeline.reporting.suppressors import suppressor_section
 
 TITLE = "Do attention weights explain the model?"
 
@@ -132,6 +134,17 @@ def erasure(inputs: ReportInputs) -> list[str]:
     return [] if inputs.erasure is None else [erasure_section(inputs.erasure)]
 
 
+def abstraction(inputs: ReportInputs) -> list[str]:
+    """Causal abstraction (docs/field.md), where the abstraction stage ran."""
+    return [] if inputs.abstraction is None else [abstraction_section(inputs.abstraction)]
+
+
+def suppressors(inputs: ReportInputs) -> list[str]:
+    """Suppressor variables: the grid's cells on a task with a suppressor channel."""
+    section = suppressor_section(inputs.grid_cells)
+    return [section] if section else []
+
+
 SECTIONS: list[Section] = [
     title,
     plain_reading,
@@ -145,6 +158,8 @@ SECTIONS: list[Section] = [
     next_lesson,
     attention_debate,
     erasure,
+    abstraction,
+    suppressors,
 ]
 
 

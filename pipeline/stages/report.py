@@ -113,14 +113,8 @@ def cell_inputs(cfg: Config) -> dict:
         "grid_images": folder_images(cfg, cfg.paths.next_lesson) if grid else [],
         "debate_cells": debate,
         "debate_images": folder_images(cfg, cfg.paths.debate_figures) if debate else [],
-        "erasure": erasure_metrics(cfg),
+        **provenance.field_documents(cfg),
     }
-
-
-def erasure_metrics(cfg: Config) -> dict | None:
-    """The erasure stage's metrics.json (docs/field.md), None where it has not run."""
-    path = Path(cfg.paths.erasure) / "metrics.json"
-    return read_json(path) if path.exists() else None
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
@@ -155,7 +149,8 @@ def main() -> None:
         write_csv(cfg.paths.step_weights, weights)
         write_text(cfg.paths.report, markdown)
         write_text(cfg.paths.report_html, page)
-        headline_document = headline(document, study[0], faithfulness[0], erasure_metrics(cfg))
+        field = provenance.field_documents(cfg)
+        headline_document = headline(document, study[0], faithfulness[0], **field)
         write_json(cfg.paths.headline, headline_document)
 
 

@@ -58,14 +58,8 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
         study_faithfulness=read_json(cfg.paths.study_faithfulness),
-        erasure=erasure_metrics(cfg),
+        **provenance.field_documents(cfg),
     )
-
-
-def erasure_metrics(cfg: Config) -> dict | None:
-    """The erasure stage's metrics.json (docs/field.md), None where it has not run."""
-    path = Path(cfg.paths.erasure) / "metrics.json"
-    return read_json(path) if path.exists() else None
 
 
 def params_snapshot(cfg: Config) -> str:
@@ -84,7 +78,7 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
     battery = {
         "runs": read_json(cfg.paths.faithfulness),
         "study": read_json(cfg.paths.study_faithfulness),
-        "erasure": erasure_metrics(cfg),
+        **provenance.field_documents(cfg),
     }
     digest = tracking.state_digest(cfg, metrics, hashes, study, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)

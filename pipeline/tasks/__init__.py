@@ -17,6 +17,11 @@ offers, without torch:
 - optional: `DEBATE_VARIANTS`, the model variants of its attention-debate cells
   (the debate's default cells, listed in conf/debate/lesson.yaml as well): a
   variant that can solve the task, on a task whose rationale singles out steps;
+- optional: `observe(readings, draw) -> readings`, the readings as the task's
+  sequences show them (its own draws from the sequence's stream, after the marked
+  step: the lesson's readings and marked step stay), and `suppressors(marked,
+  steps) -> list[int]`, steps that carry no label information but that a model can
+  use to cancel noise (the grid's cell reports each explainer's attribution on them);
 - optional: `ORDERED = True` where the label depends on where steps sit (the grid
   adds a shuffled control), `EXPERIMENT = "heads"` for the next lesson's heads
   section (the default: "order");

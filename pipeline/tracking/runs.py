@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.config import PARAMS_FILE, Config
+from pipeline.reporting.headline import headline_numbers
 from pipeline.tracking import record
 from pipeline.tracking.client import NewRun, log_once, log_run, source_tags
 from pipeline.tracking.state import (
@@ -78,6 +79,8 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
             values.update(sanity_metrics(sanity, "faithfulness/sanity/"))
     if state.erasure is not None:  # the erasure stage's study means (docs/field.md)
         values.update(field_metrics(state.erasure["study"], "erasure/study/"))
+    if state.abstraction is not None:
+        values.update(nested_metrics(headline_numbers(state.abstraction), "abstraction/"))
     return values
 
 

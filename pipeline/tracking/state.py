@@ -52,6 +52,7 @@ class PipelineState:
     study_faithfulness: dict | None = None  # the battery over the study's runs
     parameters: pd.DataFrame | None = None  # models/parameters.parquet: each seed's model
     erasure: dict | None = None  # the erasure stage's metrics.json (docs/field.md)
+    abstraction: dict | None = None  # reports/abstraction/abstraction.json
     source: str = "dvc repro: pipeline/stages/track.py"  # what the UI's Source column says
 
     @property

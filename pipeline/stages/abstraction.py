@@ -1,0 +1,96 @@
+"""Stage abstraction: interchange interventions on the context vector -> reports/abstraction/.
+
+The study's first abstraction.seeds runs, trained (reports/study/params.parquet)
+and at their init (the same seeds drawn again), each aligned with the task's
+intermediate variable by a linear and a non-linear map (pipeline/field/abstraction.py,
+docs/field.md); the interchange-intervention accuracy per run and its summary.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from pipeline import provenance
+from pipeline.config import Config, load_params
+from pipeline.errors import ConfigError
+from pipeline.field import abstraction
+from pipeline.files import read_parquet, write_json
+from pipeline.memory import check_memory
+from pipeline.models import frames, interface
+from pipeline.models.parameters import Params
+from pipeline.models.threads import run_jobs, workers
+from pipeline.stages import entry
+
+BLOCK = 10  # runs per job: each job trains its maps on one torch thread
+
+
+def runs(cfg: Config, study, dtype: torch.dtype) -> tuple[list[int], dict[str, Params]]:
+    """The first abstraction.seeds study runs, trained and at their init."""
+    seeds, trained = frames.params_from_frame(
+        study.head(cfg.abstraction.seeds), cfg.model, cfg.data.steps, dtype
+    )
+    initial = interface.init_params(cfg.data.seed, seeds, cfg.model, cfg.data.steps, dtype)
+    return seeds, {"trained": trained, "random": initial}
+
+
+def run(cfg: Config, frame, study) -> dict:
+    """The stage's document (reports/abstraction/abstraction.json)."""
+    names = [name for name, _ in interface.layout(cfg.model, cfg.data.steps)]
+    if names != abstraction.LAYOUT:
+        raise ConfigError(
+            f"model.kind: the abstraction stage needs one pooling over the inputs with the "
+            f"lesson's parameters ({', '.join(abstraction.LAYOUT)}); {cfg.model.kind} has "
+            f"{', '.join(names)}"
+        )
+    dtype = torch.float64
+    seeds, conditions = runs(cfg, study, dtype)
+    train, heldout = (
+        abstraction.Split(*frames.split_tensors(cfg, frame, split, "cpu", dtype)[:2])
+        for split in ("train", "heldout")
+    )
+    jobs = [
+        (
+            condition,
+            lambda b=block, s=seeds[start : start + BLOCK]: abstraction.measure_runs(
+                b, s, train, heldout, cfg.abstraction
+            ),
+        )
+        for condition, params in conditions.items()
+        for start, block in params.blocks(BLOCK)
+    ]
+    results = run_jobs([job for _, job in jobs], workers(len(jobs)))
+    scores = {
+        condition: abstraction.join_blocks(
+            [result for (name, _), result in zip(jobs, results, strict=True) if name == condition]
+        )
+        for condition in conditions
+    }
+    accuracy = {
+        condition: abstraction.heldout_accuracy(params, heldout)
+        for condition, params in conditions.items()
+    }
+    return abstraction.summary(
+        scores, accuracy, seeds, cfg.abstraction, cfg.study.bootstrap, cfg.study.bootstrap_seed
+    )
+
+
+def main() -> None:
+    cfg = load_params()
+    check_memory(cfg)  # before any work: the largest stage of this config fits
+    provenance.verify_inputs(cfg, "abstraction")
+    frame = read_parquet(cfg.paths.sequences)
+    study = read_parquet(cfg.paths.study_params)
+    document = run(cfg, frame, study)
+    with provenance.publishing(cfg, "abstraction"):
+        write_json(Path(cfg.paths.abstraction) / "abstraction.json", document)
+    for condition, entry_ in document["conditions"].items():
+        numbers = ", ".join(
+            f"{name} {entry_[name]['iia']['mean']:.4f}" for name in abstraction.MAPS
+        )
+        print(f"abstraction, {condition} runs: mean IIA {numbers}")
+
+
+if __name__ == "__main__":
+    entry(main)
