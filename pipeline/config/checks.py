@@ -302,6 +302,7 @@ def _check_values(cfg: Config) -> None:
         grid.faithfulness_seeds,
     )
     _check_debate(cfg)
+    _check_roar(cfg)
     check_seeds(cfg)
     check_integers(cfg)  # after the keys' own bounds, which say more
     _check_tracking(cfg)
@@ -386,6 +387,32 @@ MAX_EXPERIMENT_NAME = 500
 GRID_SUFFIX = "-next-lesson"
 DEBATE_SUFFIX = "-debate"  # the attention debate's experiment: shorter than the grid's
 TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
+
+
+def _check_roar(cfg: Config) -> None:
+    """Remove and retrain's settings; the smoothed explainers' names are checked where
+    the battery's rows are known (pipeline/field/roar.py)."""
+    roar = cfg.roar
+    _check(roar.seeds >= 2, "roar.seeds", "must be an integer >= 2", roar.seeds)
+    fractions = list(roar.fractions)
+    _check(
+        len(fractions) > 0 and all(0 < k < 1 for k in fractions),
+        "roar.fractions",
+        "must be a non-empty list of fractions in (0, 1)",
+        fractions,
+    )
+    _check(
+        fractions == sorted(set(fractions)),
+        "roar.fractions",
+        "must be increasing, without repeats",
+        fractions,
+    )
+    _check(
+        roar.window >= 3 and roar.window % 2 == 1,
+        "roar.window",
+        "must be an odd integer >= 3",
+        roar.window,
+    )
 
 
 def _check_tracking(cfg: Config) -> None:

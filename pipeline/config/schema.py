@@ -46,7 +46,7 @@ MAX_BYTES = 8 * 2**30
 
 # The config groups that shape a number; paths and tracking settings do not.
 NUMBER_GROUPS = (
-    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate"
+    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate", "roar"
 )  # fmt: skip
 
 
@@ -194,6 +194,20 @@ class DebateConfig:
 
 
 @dataclass
+class RoarConfig:
+    """Remove and retrain (Hooker et al. 2019; pipeline/field/roar.py, docs/field.md):
+    each ranking removes its top `fractions` of every sequence's steps, and runs
+    1..seeds, each from stream(data.seed + k) as the study's, retrain on what is left."""
+
+    seeds: int = 50  # retrained runs per ranking and fraction; 1000 for the docs' numbers
+    fractions: list[float] = field(default_factory=lambda: [0.1, 0.3, 0.5, 0.7, 0.9])
+    random_seed: int = 0  # the random ranking: numpy.random.default_rng(random_seed)
+    # Song et al. (2023)'s check: these explainers again, each smoothed over `window` steps.
+    smoothed: list[str] = field(default_factory=lambda: ["attention", "integrated_gradients"])
+    window: int = 3  # the moving average's width (odd: centred on the step)
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -224,6 +238,7 @@ class PathsConfig:
     next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
     debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
     debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
+    roar: str = "reports/roar/metrics.json"  # remove and retrain (docs/field.md)
 
 
 @dataclass
@@ -237,5 +252,6 @@ class Config:
     faithfulness: FaithfulnessConfig = field(default_factory=FaithfulnessConfig)
     grid: GridConfig = field(default_factory=GridConfig)
     debate: DebateConfig = field(default_factory=DebateConfig)
+    roar: RoarConfig = field(default_factory=RoarConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)

@@ -1,0 +1,1 @@
+"""The field's newer faithfulness tests, one module per test (docs/field.md)."""
