@@ -3,6 +3,8 @@ and the known answer, on inputs small enough to work out by hand."""
 
 from __future__ import annotations
 
+import re
+
 import pandas as pd
 import pytest
 import torch
@@ -17,6 +19,7 @@ from pipeline.data import generate, reading_columns, split_frame
 from pipeline.field import roar
 from pipeline.models import frames, interface
 from pipeline.models.train import train
+from pipeline.reporting.roar import roar_section
 from tests.conftest import small_overrides
 
 
@@ -196,3 +199,73 @@ def test_the_whole_test_on_a_small_config():
     assert "attention_smoothed" in document["rankings"]["2"]
     labels = split_frame(frame, "heldout")["label"]
     assert document["majority_share"] == pytest.approx(max(labels.mean(), 1 - labels.mean()))
+
+
+def hand_document() -> dict:
+    """A metrics.json by hand: one lesson run, two fractions, one smoothed explainer."""
+
+    def cell(accuracy: float, removed: float, above_low: float) -> dict:
+        drop = 0.9 - accuracy
+        return {
+            "heldout_accuracy": accuracy,
+            "accuracy_drop": {"mean": drop, "ci95_low": drop - 0.05, "ci95_high": drop + 0.05},
+            "above_chance": {"mean": accuracy - 0.6, "ci95_low": above_low, "ci95_high": 0.3},
+            "marked_removed": removed,
+        }
+
+    rows = {
+        "attention": {"0.1": cell(0.6, 1.0, -0.02), "0.5": cell(0.85, 1.0, 0.2)},
+        "attention_smoothed": {"0.1": cell(0.8, 0.3, 0.1), "0.5": cell(0.6, 1.0, -0.1)},
+    }
+    free = {
+        "rationale": {"0.1": cell(0.6, 1.0, -0.03), "0.5": cell(0.6, 1.0, -0.03)},
+        "random": {"0.1": cell(0.88, 0.1, 0.2), "0.5": cell(0.7, 0.5, 0.05)},
+    }
+    difference = {"mean": 0.1, "ci95_low": 0.02, "ci95_high": 0.2, "verdict": "better"}
+    return {
+        "seeds": 3,
+        "removed_reading": -0.02,
+        "removed_steps": {"0.1": 1, "0.5": 6},
+        "majority_share": 0.6,
+        "unmodified": {"heldout_accuracy": {"mean": 0.9, "ci95_low": 0.85, "ci95_high": 0.95}},
+        "rankings": {"1": rows, roar.MODEL_FREE: free},
+        "at_chance_from": {
+            "1": {"attention": 0.1, "attention_smoothed": 0.5},
+            roar.MODEL_FREE: {"rationale": 0.1, "random": None},
+        },
+        "leaks": {"1": {"attention": ["0.5"], "attention_smoothed": []}},
+        "smoothing": {
+            "1": {
+                "attention": {
+                    "fractions": {"0.1": {**difference, "verdict": "worse"}, "0.5": difference},
+                    "scored_better": True,
+                }
+            }
+        },
+    }
+
+
+def test_the_report_section_reads_the_numbers_against_the_known_answer():
+    text = roar_section(hand_document())
+    assert text.startswith("## Remove and retrain\n")
+    rows = re.sub(" +", " ", text)
+    assert "| attention | 0.3000 [0.2500, 0.3500] (1.00) | 0.0500 [0.0000, 0.1000] (1.00) |" in rows
+    assert "fall from 0.9000 to 0.6000 held-out accuracy" in text
+    assert "ROAR agrees with the known answer" in text
+    assert "run 1: `attention` at k=0.1; `attention_smoothed` at k=0.5" in text
+    assert "without a model: `rationale` at k=0.1; `random` never" in text
+    assert "`attention` of run 1 at k=0.5 (held-out accuracy 0.8500 to 0.8500" in text
+    assert "its drop 0.3000 at k=0.1 falls to 0.0500" in text
+    assert (
+        "`attention_smoothed` of run 1 against `attention`: scored better: the check fails "
+        "(worse at k=0.1; better at k=0.5)." in text
+    )
+
+
+def test_the_report_section_says_when_roar_misses_the_known_answer():
+    document = hand_document()
+    document["rankings"][roar.MODEL_FREE]["rationale"]["0.1"]["above_chance"]["ci95_low"] = 0.1
+    document["leaks"] = {"1": {"attention": []}}
+    text = roar_section(document)
+    assert "does not reach chance: the known answer is that it should" in text
+    assert "no ranking's choice of the other steps leaked the label" in text

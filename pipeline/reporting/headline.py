@@ -16,10 +16,13 @@ from pipeline.analysis import registry
 ATTENTION_NUMBERS = ("tau_loo", "hit_at_1")
 
 
-def headline(metrics: dict, study: dict, faithfulness: dict) -> dict:
-    """{"lesson": ..., "runs": {seed: ...}, "study": ...}: nested, as DVC shows it."""
+def headline(metrics: dict, study: dict, faithfulness: dict, roar: dict | None = None) -> dict:
+    """{"lesson": ..., "runs": {seed: ...}, "study": ..., "roar_attention_drop": ...}:
+    nested, as DVC shows it. `roar`: reports/roar/metrics.json, whose headline is
+    the held-out accuracy drop when each lesson run's attention ranking removes its
+    smallest fraction of the steps (docs/field.md)."""
     heldout = study["heldout_accuracy"]
-    return {
+    numbers = {
         "lesson": {
             "seed_gap": metrics["seed_gap"],
             "heldout_accuracy_mean": metrics["heldout_accuracy_mean"],
@@ -42,3 +45,6 @@ def headline(metrics: dict, study: dict, faithfulness: dict) -> dict:
             "share_pairs_at_least_gap": study["pair_gap"]["p_at_least_observed"],
         },
     }
+    if roar is not None:
+        numbers["roar_attention_drop"] = roar["headline"]["attention_drop"]
+    return numbers

@@ -27,6 +27,7 @@ from pipeline.reporting import figures, report
 from pipeline.reporting.debate import debate_section
 from pipeline.reporting.headline import headline
 from pipeline.reporting.next_lesson import next_lesson_section
+from pipeline.reporting.roar import roar_section
 from pipeline.stages import entry
 
 
@@ -119,12 +120,13 @@ def main() -> None:
         read_parquet(cfg.paths.study_faithfulness_seeds),
     )
     markdown, pngs, step_weights = run(cfg, document, steps, curves, study, faithfulness)
-    markdown += next_lesson(cfg) + debate(cfg)
+    roar = read_json(cfg.paths.roar)
+    markdown += next_lesson(cfg) + debate(cfg) + "\n" + roar_section(roar)
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, step_weights)
         write_text(cfg.paths.report, markdown)
-        write_json(cfg.paths.headline, headline(document, study[0], faithfulness[0]))
+        write_json(cfg.paths.headline, headline(document, study[0], faithfulness[0], roar))
 
 
 if __name__ == "__main__":

@@ -43,6 +43,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         cfg.paths.study_seeds,
         cfg.paths.faithfulness,
         cfg.paths.study_faithfulness,
+        cfg.paths.roar,
     ]
     report = Path(cfg.paths.report)
     return tracking.PipelineState(
@@ -57,6 +58,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
         study_faithfulness=read_json(cfg.paths.study_faithfulness),
+        roar=read_json(cfg.paths.roar),
     )
 
 

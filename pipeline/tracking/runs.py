@@ -44,7 +44,7 @@ def log_state(state: PipelineState) -> tuple[str, bool]:
 
 
 def parent_metrics(state: PipelineState) -> dict[str, float]:
-    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/."""
+    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/, roar/."""
     document = state.metrics
     heldout = [run["heldout_accuracy"] for run in document["runs"].values()]
     values = {name: document[key] for key, name in GAP_METRICS.items() if key in document}
@@ -67,6 +67,8 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
         if "sanity" in state.study_faithfulness:
             sanity = state.study_faithfulness["sanity"]
             values.update(sanity_metrics(sanity, "faithfulness/sanity/"))
+    if state.roar is not None:  # its headline: roar/attention_drop/<run>, roar/rationale_drop
+        values.update(nested_metrics(state.roar["headline"], "roar/"))
     return values
 
 

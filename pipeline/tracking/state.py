@@ -50,6 +50,7 @@ class PipelineState:
     study: dict | None = None  # the seed study's summary.json
     faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
     study_faithfulness: dict | None = None  # the battery over the study's runs
+    roar: dict | None = None  # remove and retrain: reports/roar/metrics.json
     source: str = "dvc repro: pipeline/stages/track.py"  # what the UI's Source column says
 
     @property
