@@ -290,6 +290,7 @@ def small_overrides() -> list[str]:
         "debate.seeds=4",
         "debate.trained_seeds=2",
         "debate.permutations=5",
+        "roar.seeds=2",
     ]
 
 
