@@ -16,9 +16,10 @@ Here (docs/field.md, "Remove and retrain"):
 
 - Which model ranks: as in Hooker et al., a model trained on the original data, each
   of the lesson's runs (train.seeds), with every explainer of the battery on every
-  sequence (`model_rankings`). Two rankings read no model (`reference_rankings`):
-  `random` (uniform noise from numpy's default_rng(roar.random_seed)) and `rationale`
-  (the task's rationale steps first, by the task module: the known answer).
+  training and held-out sequence (`model_rankings`). Two rankings read no model
+  (`reference_rankings`): `random` (uniform noise from numpy's
+  default_rng(roar.random_seed)) and `rationale` (the task's rationale steps first, by
+  the task module: the known answer).
 - Removal: the step's reading becomes the training split's mean reading, Hooker et
   al.'s uninformative value (their per-channel mean). The marker channel is kept. The
   marked step is drawn independently of the readings, so the marker carries no label
@@ -57,7 +58,7 @@ from pipeline import ties
 from pipeline.analysis import faithfulness, stats
 from pipeline.analysis.explainers import explain
 from pipeline.analysis.seed_study import train_sets
-from pipeline.config import Config
+from pipeline.config import Config, FaithfulnessConfig
 from pipeline.data import reading_columns, split_frame
 from pipeline.errors import ConfigError
 from pipeline.models import frames
@@ -115,7 +116,11 @@ def marked_removed(mask: torch.Tensor, rationale: torch.Tensor) -> torch.Tensor:
 
 
 def model_rankings(
-    params: Params, inputs: torch.Tensor, names: list[str], window: int, settings
+    params: Params,
+    inputs: torch.Tensor,
+    names: list[str],
+    window: int,
+    settings: FaithfulnessConfig,
 ) -> dict[str, torch.Tensor]:
     """Every battery row's scores (S, N, T) of the runs `params` on inputs (N, T, C), and
     each named row smoothed (`<row>_smoothed`), in the battery's order."""
@@ -141,7 +146,7 @@ def reference_rankings(rationale: torch.Tensor, random_seed: int) -> dict[str, t
 
 
 def ranking_masks(cfg: Config, frame: pd.DataFrame, lesson: pd.DataFrame) -> dict:
-    """{ranking: {row: {fraction: bool mask (N, T)}}} over every sequence of `frame`: one
+    """{ranking: {row: {fraction: bool mask (N, T)}}} over the sequences of `frame`: one
     ranking per lesson run (its seed) and MODEL_FREE."""
     steps, dtype = cfg.data.steps, getattr(torch, cfg.train.dtype)
     inputs, _, marked = frames.features(frame, steps, dtype)
@@ -343,6 +348,8 @@ def summary(
 def run(cfg: Config, frame: pd.DataFrame, lesson: pd.DataFrame) -> dict:
     """The whole test: rankings of the lesson's runs (`lesson`: the parameters table,
     one row per train.seeds run), masks, retraining, metrics.json."""
-    masks = ranking_masks(cfg, frame, lesson)
-    base, by_mask = retrained(cfg, frame, masks)
-    return summary(cfg, frame, masks, base, by_mask)
+    # Training and held-out sequences only: the validation split trains and scores nothing.
+    used = frame[frame["split"].isin(["train", "heldout"])].reset_index(drop=True)
+    masks = ranking_masks(cfg, used, lesson)
+    base, by_mask = retrained(cfg, used, masks)
+    return summary(cfg, used, masks, base, by_mask)
