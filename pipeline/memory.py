@@ -48,7 +48,7 @@ PYTHON_FLOAT_BYTES = 32  # an init value is drawn as a Python float, then kept
 PROCESS_BYTES = 480 * 2**20
 LIGHT_STAGES = ("generate",)
 THREADS_BYTES = 200 * 2**20
-TRAINING_STAGES = ("study", "faithfulness")  # stages whose work runs on our threads
+TRAINING_STAGES = ("study", "faithfulness", "roar")  # stages whose work runs on our threads
 # The faithfulness stage runs the battery over every study seed, 16 at a time:
 # glibc's heap grows over its many chunks, which the fit of one pair
 # (battery_values) does not see (measured on one thread, benchmarks/bench_memory.py:
@@ -370,6 +370,44 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
     ]
 
 
+def roar_sets(cfg: Config) -> int:
+    """The training sets remove and retrain trains at most (pipeline/field/roar.py): the
+    unmodified one and one per ranking and fraction, every declared explainer's rows
+    (a per-head one's per head) and the smoothed ones per lesson run, and two that read
+    no model. Rankings that remove the same steps share a set, so it is often fewer."""
+    heads = interface.pooling_heads(cfg.model)
+    rows = sum(heads if e.per_head else 1 for e in registry.EXPLAINERS.values())
+    per_run = rows + len(cfg.roar.smoothed)
+    return 1 + len(cfg.roar.fractions) * (len(cfg.train.seeds) * per_run + 2)
+
+
+def roar_terms(cfg: Config) -> list[MemoryTerm]:
+    """Remove and retrain: the rankings of the train.seeds runs (the battery's explainers),
+    the modified sequences, the study's training of roar.seeds runs per set, and each
+    set's held-out correct (its training keeps held-out accuracy alone)."""
+    sets = ("sets", "roar.fractions", roar_sets(cfg))
+    train_n, _, heldout_n = cfg.data.split
+    parameters, training = study_terms(cfg, cfg.roar.seeds, "roar.seeds", sets[2])[:2]
+    size = ("bytes", "", DTYPE_BYTES[cfg.train.dtype])
+    seeds, heldout = ("seeds", "roar.seeds", cfg.roar.seeds), ("held-out", "data.split", heldout_n)
+    return [
+        sequences_term(cfg),
+        parameters,
+        training,
+        MemoryTerm(
+            "the modified sequences",
+            (
+                sets,
+                ("sequences", "data.split", train_n + heldout_n),
+                ("columns", "data.steps", cfg.data.steps + 5),
+                ("bytes", "", 8),
+            ),
+        ),
+        MemoryTerm("the per-example values", (sets, seeds, heldout, size)),
+        *battery_terms(cfg, len(cfg.train.seeds), "train.seeds"),
+    ]
+
+
 def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
     """The dominant allocations of each stage that computes (dvc.yaml's names)."""
     lesson_runs = len(cfg.train.seeds)
@@ -394,6 +432,7 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
             robustness_term(cfg),
         ],
         "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
+        "roar": roar_terms(cfg),
     }
     for name, cell in cfg.grid.cells.items():
         stages[f"grid@{name}"] = grid_cell_terms(cfg, cell.task, cell.variant)

@@ -180,7 +180,11 @@ def read_record(cfg: Config, stage: str) -> dict:
 
 
 # The field's newer tests (docs/field.md): each stage's document in its output folder.
-FIELD_DOCUMENTS = {"erasure": "metrics.json", "abstraction": "abstraction.json"}
+FIELD_DOCUMENTS = {
+    "erasure": "metrics.json",
+    "abstraction": "abstraction.json",
+    "roar": "metrics.json",
+}
 
 
 def field_documents(cfg: Config) -> dict[str, Any]:

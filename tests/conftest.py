@@ -291,6 +291,7 @@ def small_overrides() -> list[str]:
         "debate.trained_seeds=2",
         "debate.permutations=5",
         "abstraction.epochs=20",
+        "roar.seeds=2",
     ]
 
 

@@ -12,10 +12,10 @@ from pipeline import provenance
 from pipeline.config import load_params
 from pipeline.config.load import composed_yaml
 from pipeline.errors import ConfigError
-from pipeline.stages import evaluate, faithfulness, generate, report, study, train
+from pipeline.stages import evaluate, faithfulness, generate, report, roar, study, train
 from tests.conftest import small_overrides, write_cells
 
-STAGES = [generate, train, evaluate, study, faithfulness, report]
+STAGES = [generate, train, evaluate, study, faithfulness, roar, report]
 
 
 @pytest.fixture(scope="module")

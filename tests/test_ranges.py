@@ -177,6 +177,14 @@ CASES = {
         "abstraction.implements=1.5: must be in (0, 1]",
         "in (0, 1]",
     ),
+    "roar.seeds": ("1", "roar.seeds=1: must be an integer >= 2", "an integer >= 2"),
+    "roar.random_seed": ("-1", f"roar.random_seed=-1: must be {SEEDS}", SEEDS),
+    "roar.fractions": (
+        "[0.1,1.0]",
+        "roar.fractions=1.0: each fraction must be in (0, 1)",
+        "each fraction in (0, 1)",
+    ),
+    "roar.window": ("4", "roar.window=4: must be an odd integer >= 3", "an odd integer >= 3"),
 }
 
 

@@ -93,12 +93,13 @@ def test_a_metric_registered_in_a_test_reaches_every_output(toy_metric, project,
         generate,
         next_lesson,
         report,
+        roar,
         study,
         track,
         train,
     )
 
-    for stage in (generate, train, evaluate, study, faithfulness, abstraction):
+    for stage in (generate, train, evaluate, study, faithfulness, abstraction, roar):
         stage.main()
     write_cells(project, load_params())
     next_lesson.main()

@@ -84,13 +84,13 @@ def test_a_config_too_large_for_memory_stops_every_computing_stage_before_work(w
     """The memory bound is the stages' own (pipeline/memory.py, above the config and
     the models): each one that computes refuses the config before reading its
     inputs, and the generate stage, which needs no model, still runs."""
-    from pipeline.stages import faithfulness, grid, report, study
+    from pipeline.stages import faithfulness, grid, report, roar, study
 
     run_all_stages()
     before = output_bytes(workdir)
     params = workdir / "params.yaml"
     params.write_text(params.read_text().replace("bootstrap: 20\n", "bootstrap: 1000000000\n"))
-    stages = [train.main, evaluate.main, study.main, faithfulness.main, report.main]
+    stages = [train.main, evaluate.main, study.main, faithfulness.main, roar.main, report.main]
     for main in [*stages, lambda: grid.main(["rise", "lesson"])]:
         code, stderr = run_entry(main)
         assert code == 1

@@ -81,6 +81,7 @@ def _check_values(cfg: Config) -> None:
     # the aligned subspace of the context vector: at least one axis, not all of them
     dims, d_v = cfg.abstraction.dims, cfg.model.d_v
     check(1 <= dims < d_v, "abstraction.dims", f"must be in 1..{d_v - 1} (model.d_v - 1)", dims)
+    _check_roar(cfg)
     check_seeds(cfg)
     check_integers(cfg)  # after the keys' own bounds, which say more
     _check_tracking(cfg)
@@ -147,6 +148,17 @@ def _check_training(cfg: Config) -> None:
         "every seed is kept (training.csv, MLflow)",
         train.epochs,
     )
+
+
+def _check_roar(cfg: Config) -> None:
+    """Remove and retrain's lists and window (each fraction's range: ranges.py); the
+    smoothed explainers' names are checked where the battery's rows are known
+    (pipeline/field/roar.py)."""
+    fractions, window = list(cfg.roar.fractions), cfg.roar.window
+    check(fractions != [], "roar.fractions", "must list at least one fraction", [])
+    increasing = fractions == sorted(set(fractions))
+    check(increasing, "roar.fractions", "must be increasing, without repeats", fractions)
+    check(window >= 3 and window % 2 == 1, "roar.window", "must be an odd integer >= 3", window)
 
 
 # MLflow's limit on an experiment's name (mlflow.utils.validation, 2.7 s to import:

@@ -24,7 +24,7 @@ NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below
 # paths.* that are folders
 FOLDER_KEYS = (
     "figures", "provenance", "grid", "next_lesson", "debate", "debate_figures", "erasure",
-    "abstraction",
+    "abstraction", "roar",
 )  # fmt: skip
 
 

@@ -108,6 +108,8 @@ RANGES: dict[str, Range] = {
     "abstraction.epochs": at_least(1),
     "abstraction.lr": POSITIVE,
     "abstraction.implements": Range(0, 1, open_low=True),
+    "roar.seeds": at_least(2),
+    "roar.fractions": Range(0, 1, open_low=True, open_high=True, each="fraction"),
 }
 
 # The ranges that depend on another key, in words.
@@ -116,6 +118,7 @@ RELATIVE: dict[str, str] = {
     "data.first_marked_step": "an integer in 0..data.steps-1",
     "model.window": "an integer in 1..data.steps",
     "abstraction.dims": "an integer in 1..model.d_v-1",
+    "roar.window": "an odd integer >= 3",
     "train.seeds": "distinct integers, each in 0..4294967295 - data.seed",
     "faithfulness.randomisation_offset": (
         "an integer in study.seeds..2**32-1 - faithfulness.sanity_seeds"

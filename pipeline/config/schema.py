@@ -49,6 +49,7 @@ NUMBER_GROUPS = (
     "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate",
     "erasure",
     "abstraction",
+    "roar",
 )  # fmt: skip
 
 
@@ -223,6 +224,20 @@ class AbstractionConfig:
 
 
 @dataclass
+class RoarConfig:
+    """Remove and retrain (Hooker et al. 2019; pipeline/field/roar.py, docs/field.md):
+    each ranking removes its top `fractions` of every sequence's steps, and runs
+    1..seeds, each from stream(data.seed + k) as the study's, retrain on what is left."""
+
+    seeds: int = 50  # retrained runs per ranking and fraction; 1000 for the docs' numbers
+    fractions: list[float] = field(default_factory=lambda: [0.1, 0.3, 0.5, 0.7, 0.9])
+    random_seed: int = 0  # the random ranking: numpy.random.default_rng(random_seed)
+    # Song et al. (2023)'s check: these explainers again, each smoothed over `window` steps.
+    smoothed: list[str] = field(default_factory=lambda: ["attention", "integrated_gradients"])
+    window: int = 3  # the moving average's width (odd: centred on the step)
+
+
+@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -256,6 +271,7 @@ class PathsConfig:
     debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
     erasure: str = "reports/erasure"  # the erasure stage: metrics.json and seeds.csv
     abstraction: str = "reports/abstraction"  # interchange interventions: abstraction.json
+    roar: str = "reports/roar"  # remove and retrain: metrics.json (docs/field.md)
 
 
 @dataclass
@@ -271,5 +287,6 @@ class Config:
     debate: DebateConfig = field(default_factory=DebateConfig)
     erasure: ErasureConfig = field(default_factory=ErasureConfig)
     abstraction: AbstractionConfig = field(default_factory=AbstractionConfig)
+    roar: RoarConfig = field(default_factory=RoarConfig)
     tracking: TrackingConfig = field(default_factory=TrackingConfig)
     paths: PathsConfig = field(default_factory=PathsConfig)

@@ -51,16 +51,20 @@ def headline(
     faithfulness: dict,
     erasure: dict | None = None,
     abstraction: dict | None = None,
+    roar: dict | None = None,
 ) -> dict:
-    """{"lesson": ..., "runs": {seed: ...}, "study": ..., the erasure stage's
-    `field_headline` and the abstraction stage's mean IIA per condition and map
-    (`abstraction.iia_*`) where given}: nested, as DVC shows it."""
+    """{"lesson": ..., "runs": {seed: ...}, "study": ..., and the field's tests where
+    given (docs/field.md): the erasure stage's `field_headline`, the abstraction
+    stage's mean IIA per condition and map (`abstraction.iia_*`), and remove and
+    retrain's held-out accuracy drop when each lesson run's attention ranking removes
+    its smallest fraction of the steps (`roar_attention_drop`)}: nested, as DVC shows it."""
     heldout = study["heldout_accuracy"]
     field = {} if erasure is None else field_headline(erasure)
     if abstraction is not None:
         field["abstraction"] = headline_numbers(abstraction)
+    if roar is not None:
+        field["roar_attention_drop"] = roar["headline"]["attention_drop"]
     return {
-        **field,
         "lesson": {
             "seed_gap": metrics["seed_gap"],
             "heldout_accuracy_mean": metrics["heldout_accuracy_mean"],

@@ -30,6 +30,7 @@ class ReportInputs:
     debate_images: list[str] = field(default_factory=list)  # debate_figures' figures' links
     erasure: dict | None = None  # the erasure stage's metrics.json (docs/field.md)
     abstraction: dict | None = None  # the abstraction stage's document (docs/field.md)
+    roar: dict | None = None  # remove and retrain's metrics.json (docs/field.md)
 
 
 def image_lines(images: Images) -> list[str]:

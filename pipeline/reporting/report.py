@@ -26,6 +26,7 @@ from pipeline.reporting.lesson_tables import (
 )
 from pipeline.reporting.next_lesson import next_lesson_section
 from pipeline.reporting.reading import reading
+from pipeline.reporting.roar import roar_section
 from pipeline.reporting.study_section import seeds_at_scale
 from pipeline.reporting.suppressors import suppressor_section
 
@@ -139,6 +140,11 @@ def abstraction(inputs: ReportInputs) -> list[str]:
     return [] if inputs.abstraction is None else [abstraction_section(inputs.abstraction)]
 
 
+def remove_and_retrain(inputs: ReportInputs) -> list[str]:
+    """Remove and retrain (docs/field.md), where the roar stage ran."""
+    return [] if inputs.roar is None else [roar_section(inputs.roar)]
+
+
 def suppressors(inputs: ReportInputs) -> list[str]:
     """Suppressor variables: the grid's cells on a task with a suppressor channel."""
     section = suppressor_section(inputs.grid_cells)
@@ -158,6 +164,7 @@ SECTIONS: list[Section] = [
     next_lesson,
     attention_debate,
     erasure,
+    remove_and_retrain,
     abstraction,
     suppressors,
 ]

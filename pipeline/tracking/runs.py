@@ -54,7 +54,7 @@ def log_state(state: PipelineState, models: ModelLogger | None = None) -> tuple[
 
 
 def parent_metrics(state: PipelineState) -> dict[str, float]:
-    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/."""
+    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/, roar/."""
     document = state.metrics
     heldout = [run["heldout_accuracy"] for run in document["runs"].values()]
     values = {name: document[key] for key, name in GAP_METRICS.items() if key in document}
@@ -81,6 +81,8 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
         values.update(field_metrics(state.erasure["study"], "erasure/study/"))
     if state.abstraction is not None:
         values.update(nested_metrics(headline_numbers(state.abstraction), "abstraction/"))
+    if state.roar is not None:  # its headline: roar/attention_drop/<run>, roar/rationale_drop
+        values.update(nested_metrics(state.roar["headline"], "roar/"))
     return values
 
 

@@ -53,6 +53,7 @@ class PipelineState:
     parameters: pd.DataFrame | None = None  # models/parameters.parquet: each seed's model
     erasure: dict | None = None  # the erasure stage's metrics.json (docs/field.md)
     abstraction: dict | None = None  # reports/abstraction/abstraction.json
+    roar: dict | None = None  # remove and retrain: reports/roar/metrics.json
     source: str = "dvc repro: pipeline/stages/track.py"  # what the UI's Source column says
 
     @property
