@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from pipeline.config.bounds import LIGHT_PROCESS_BYTES, MemoryTerm, memory_refusal, sequences_term
 from pipeline.config.schema import MAX_BYTES, Config, ModelConfig
+from pipeline.device import resolve_device
 from pipeline.errors import ConfigError
+from pipeline.files import byte_size
 from pipeline.memory.battery import (
     battery_terms,
     per_example_scores_term,
@@ -13,6 +15,7 @@ from pipeline.memory.battery import (
     sanity_terms,
 )
 from pipeline.memory.cells import debate_cell_terms, grid_cell_terms
+from pipeline.memory.device import DEVICE_PHASES, free_bytes, on_gpu
 from pipeline.memory.sizes import (
     LIGHT_STAGES,
     MANY_CHUNKS_HEAP,
@@ -72,8 +75,40 @@ def stage_bytes(stage: str, terms: list[MemoryTerm]) -> int:
 
 
 def stage_estimates(cfg: Config) -> dict[str, int]:
-    """Each computing stage's estimated peak, in bytes."""
-    return {stage: stage_bytes(stage, terms) for stage, terms in stage_terms(cfg).items()}
+    """Each computing stage's estimated peak in the host's memory, in bytes."""
+    gpu = on_gpu(resolve_device(cfg.train.device))
+    return {
+        stage: stage_bytes(stage, host_terms(terms, gpu))
+        for stage, terms in stage_terms(cfg).items()
+    }
+
+
+def host_terms(terms: list[MemoryTerm], gpu: bool) -> list[MemoryTerm]:
+    """The terms the host's memory holds: every one, or on a GPU those outside the
+    phases whose tensors live there (DEVICE_PHASES)."""
+    return [term for term in terms if not (gpu and term.phase in DEVICE_PHASES)]
+
+
+def device_bytes(terms: list[MemoryTerm]) -> int:
+    """What a stage holds on a GPU at most: its largest phase of DEVICE_PHASES."""
+    phases = [sum(term.bytes for term in terms if term.phase == phase) for phase in DEVICE_PHASES]
+    return max(phases)
+
+
+def check_device_memory(cfg: Config) -> None:
+    """On cuda, refuse a stage whose chunks cannot fit the GPU's free memory even at one
+    run a chunk (the chunks are as large as fits: `device.study_chunk`)."""
+    device = resolve_device(cfg.train.device)
+    if not on_gpu(device):
+        return
+    free = free_bytes(device)
+    for stage, terms in stage_terms(cfg).items():
+        if device_bytes(terms) > free:
+            raise ConfigError(
+                f"invalid config value train.device={cfg.train.device!r}: stage {stage} needs "
+                f"about {byte_size(device_bytes(terms))} on {device}, more than its "
+                f"{byte_size(free)} free; allowed: cpu"
+            )
 
 
 def estimated_bytes(cfg: Config) -> int:
@@ -96,12 +131,16 @@ def _reference_terms(cfg: Config, stage: str) -> list[MemoryTerm]:
 
 def check_memory(cfg: Config) -> None:
     """Refuse, before anything runs, a configuration whose largest stage cannot fit
-    in MAX_BYTES, naming the key of its largest allocation."""
+    in MAX_BYTES of the host's memory, naming the key of its largest allocation (on
+    cuda, the chunks' tensors are the GPU's: `check_device_memory`)."""
+    check_device_memory(cfg)
     estimates = stage_estimates(cfg)
     stage = max(estimates, key=estimates.__getitem__)
     if estimates[stage] <= MAX_BYTES:
         return
-    terms = stage_terms(cfg)[stage]
+    gpu = on_gpu(resolve_device(cfg.train.device))
+    terms = host_terms(stage_terms(cfg)[stage], gpu)
     largest = max(terms, key=lambda term: term.bytes)
-    key = largest.blamed(_reference_terms(cfg, stage)[terms.index(largest)])
+    reference = host_terms(_reference_terms(cfg, stage), gpu)
+    key = largest.blamed(reference[terms.index(largest)])
     raise ConfigError(memory_refusal(cfg, stage, estimates[stage], largest, key))

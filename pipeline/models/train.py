@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from pipeline import ties
-from pipeline.config import TrainConfig
+from pipeline.config import ModelConfig, TrainConfig
 from pipeline.device import resolve_device
 from pipeline.errors import DivergenceError
 from pipeline.models import interface
@@ -74,11 +74,7 @@ def train(
     caller looks at `finite_runs` itself (the seed study names the seeds).
     """
     keep_freed_memory()
-    fast = None if autograd else interface.gradient_step(params, inputs, labels)
-    if fast is None:
-        step, block = autograd_step(inputs, labels), (AUTOGRAD_BLOCK, False)
-    else:
-        step, block = fast, interface.training_block(params, inputs)
+    step, block = training_plan(params.cfg, inputs, labels, autograd)
     if block is None:  # lesson, sink, multihead: one pass of all runs, on torch's threads
         params, history = descend(params, step, labels, epochs, lr)
     else:
@@ -87,6 +83,25 @@ def train(
     if check:
         check_finite(history.loss, params, lr)
     return params.map(settle), history
+
+
+def training_plan(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor, autograd: bool):
+    """`train`'s step for this kind on these inputs, and its blocks: (runs per pass,
+    whether the kernel has threads of its own), or None for one pass of every run."""
+    kind = interface.kind(model.kind)
+    fast = None if autograd else kind.gradient_step(inputs, labels)
+    if fast is None:
+        return autograd_step(inputs, labels), (AUTOGRAD_BLOCK, False)
+    return fast, kind.training_block(inputs)
+
+
+def runs_together(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor) -> int:
+    """Runs that a piece of a chunk keeps together for the chunk's bits: a multiple of
+    the kind's block (a block of other size rounds its sums differently: posenc's
+    parameters moved by 2e-7 in blocks of 7), 1 where every run trains in one pass,
+    whose runs never meet (tests/test_study.py: the same bits in any grouping)."""
+    block = training_plan(model, inputs, labels, autograd=False)[1]
+    return 1 if block is None else block[0]
 
 
 def descend(
