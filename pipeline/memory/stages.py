@@ -101,14 +101,15 @@ def check_device_memory(cfg: Config) -> None:
     device = resolve_device(cfg.train.device)
     if not on_gpu(device):
         return
+    needs = {stage: device_bytes(terms) for stage, terms in stage_terms(cfg).items()}
+    stage = max(needs, key=needs.__getitem__)
     free = free_bytes(device)
-    for stage, terms in stage_terms(cfg).items():
-        if device_bytes(terms) > free:
-            raise ConfigError(
-                f"invalid config value train.device={cfg.train.device!r}: stage {stage} needs "
-                f"about {byte_size(device_bytes(terms))} on {device}, more than its "
-                f"{byte_size(free)} free; allowed: cpu"
-            )
+    if needs[stage] > free:
+        raise ConfigError(
+            f"invalid config value train.device={cfg.train.device!r}: stage {stage} needs "
+            f"about {byte_size(needs[stage])} on {device}, more than its {byte_size(free)} "
+            "free; allowed: cpu"
+        )
 
 
 def estimated_bytes(cfg: Config) -> int:
