@@ -120,6 +120,26 @@ def test_pieces_of_a_chunk_train_each_run_to_the_chunk_s_bits(small_frame, torch
     assert json.dumps(one_summary) == json.dumps(three_summary)
 
 
+def test_pieces_keep_posenc_s_blocks_whole(torch_threads, monkeypatch):
+    """Posenc trains in blocks of 50 whose sums round by where a run sits: seeds 51..150
+    in one chunk of 100 are two blocks. On 16 threads their pieces are 50 runs each
+    (63 rounded up to whole blocks), every byte as on one thread; pieces of 7, cut
+    through the blocks, move seeds 59 and 74 (measured on the lesson's data)."""
+    cfg = validate(compose(["model=posenc", "study.chunk=100"]))
+    frame = data.generate(cfg.data)
+    seeds = list(range(51, 151))
+    torch_threads(1)
+    one = seed_study.train_seeds(cfg, frame, seeds)
+    torch_threads(16)
+    assert training_piece(100, 100, 16, together=50) == 50
+    many = seed_study.train_seeds(cfg, frame, seeds)
+    assert torch.equal(one.params, many.params)
+    monkeypatch.setattr(seed_study, "runs_together", lambda *_: 1)
+    cut = seed_study.train_seeds(cfg, frame, seeds)
+    moved = (one.params != cut.params).any(1).nonzero().flatten().tolist()
+    assert [seeds[i] for i in moved] == [59, 74]
+
+
 def test_summary_is_deterministic_and_follows_its_definitions(small_frame):
     cfg = study_cfg()
     table, summary = seed_study.run(cfg, small_frame)
