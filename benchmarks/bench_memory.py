@@ -1,4 +1,4 @@
-"""Peak memory of every stage against its estimate (pipeline/memory.py).
+"""Peak memory of every stage against its estimate (pipeline/memory/).
 
     python benchmarks/bench_memory.py [--config "override ..."] ...
 

@@ -52,7 +52,7 @@ def test_a_fresh_clone_reproduces_every_committed_output(checked):
 
 
 # The defaults' every stage and grid cell as DVC ran it, its peak resident memory
-# against its estimate (pipeline/memory.py): at or above it, at most twice it.
+# against its estimate (pipeline/memory/): at or above it, at most twice it.
 # tests/test_memory.py measures a larger configuration the same way.
 def test_every_stage_s_estimate_is_at_least_its_peak_and_at_most_twice_it(checked):
     from omegaconf import OmegaConf

@@ -1,4 +1,4 @@
-"""The memory estimate (pipeline/memory.py): every stage's peak, the grid's
+"""The memory estimate (pipeline/memory/): every stage's peak, the grid's
 cells included, refused before anything runs when over the limit, and checked
 against the peaks the stages reach."""
 

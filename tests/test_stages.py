@@ -81,7 +81,7 @@ def test_bad_params_value_stops_the_stage_and_keeps_outputs(workdir, run_entry):
 
 
 def test_a_config_too_large_for_memory_stops_every_computing_stage_before_work(workdir, run_entry):
-    """The memory bound is the stages' own (pipeline/memory.py, above the config and
+    """The memory bound is the stages' own (pipeline/memory/, above the config and
     the models): each one that computes refuses the config before reading its
     inputs, and the generate stage, which needs no model, still runs."""
     from pipeline.stages import faithfulness, grid, report, roar, study

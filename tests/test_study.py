@@ -16,6 +16,7 @@ from pipeline import study as study_app
 from pipeline.analysis import registry, seed_study
 from pipeline.config import compose, validate
 from pipeline.errors import ConfigError, DivergenceError
+from pipeline.memory.device import training_piece
 from pipeline.stages import generate
 from tests.conftest import GOLDEN_RUNS, small_overrides
 
@@ -102,6 +103,41 @@ def test_chunks_on_threads_give_the_bytes_of_one_thread(small_frame, torch_threa
     two, two_summary = seed_study.run(cfg, small_frame)
     assert one.equals(two)
     assert json.dumps(one_summary) == json.dumps(two_summary)
+
+
+@pytest.mark.parametrize("kind", ["lesson", "sink", "multihead"])
+def test_pieces_of_a_chunk_train_each_run_to_the_chunk_s_bits(small_frame, torch_threads, kind):
+    """One chunk of 6 seeds: on one thread one piece; on three, its training is three
+    pieces of 2 (every thread has work), then the chunk is evaluated whole. These
+    kinds train every run in one pass, whose runs never meet: every byte the same."""
+    cfg = study_cfg(f"model={kind}", "study.chunk=6")
+    assert training_piece(6, 6, 3) == 2
+    torch_threads(1)
+    one, one_summary = seed_study.run(cfg, small_frame)
+    torch_threads(3)
+    three, three_summary = seed_study.run(cfg, small_frame)
+    assert one.equals(three)
+    assert json.dumps(one_summary) == json.dumps(three_summary)
+
+
+def test_pieces_keep_posenc_s_blocks_whole(torch_threads, monkeypatch):
+    """Posenc trains in blocks of 50 whose sums round by where a run sits: seeds 51..150
+    in one chunk of 100 are two blocks. On 16 threads their pieces are 50 runs each
+    (63 rounded up to whole blocks), every byte as on one thread; pieces of 7, cut
+    through the blocks, move seeds 59 and 74 (measured on the lesson's data)."""
+    cfg = validate(compose(["model=posenc", "study.chunk=100"]))
+    frame = data.generate(cfg.data)
+    seeds = list(range(51, 151))
+    torch_threads(1)
+    one = seed_study.train_seeds(cfg, frame, seeds)
+    torch_threads(16)
+    assert training_piece(100, 100, 16, together=50) == 50
+    many = seed_study.train_seeds(cfg, frame, seeds)
+    assert torch.equal(one.params, many.params)
+    monkeypatch.setattr(seed_study, "runs_together", lambda *_: 1)
+    cut = seed_study.train_seeds(cfg, frame, seeds)
+    moved = (one.params != cut.params).any(1).nonzero().flatten().tolist()
+    assert [seeds[i] for i in moved] == [59, 74]
 
 
 def test_summary_is_deterministic_and_follows_its_definitions(small_frame):

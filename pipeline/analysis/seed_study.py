@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -35,10 +34,12 @@ from pipeline.config import (
     validate,
 )
 from pipeline.errors import ConfigError, DivergenceError, PipelineError
+from pipeline.memory.device import pieces, training_piece
+from pipeline.memory.study import chunk_runs
 from pipeline.models import frames, interface
-from pipeline.models.parameters import to_flat
-from pipeline.models.threads import run_jobs, workers
-from pipeline.models.train import device_and_dtype, finite_runs, train
+from pipeline.models.parameters import Params, cat_runs, to_flat
+from pipeline.models.threads import available, run_jobs, workers
+from pipeline.models.train import device_and_dtype, finite_runs, runs_together, train
 
 NAMED_DIVERGED = 20  # seeds listed in a divergence error; the count is always given
 SHARD_FILE = "shard.pt"  # what a study.shard job writes into its Hydra run directory
@@ -80,24 +81,46 @@ def train_sets(
     seeds: list[int],
     progress: bool = False,
 ) -> list[SeedRuns]:
-    """`train_seeds` on each (frame, heldout_only) of `sets`, every chunk of every set
-    one job (the grid's cell and its shuffled control share the threads)."""
-    device, dtype = device_and_dtype(cfg.train)
-    size = cfg.study.chunk
-    chunks = [seeds[start : start + size] for start in range(0, len(seeds), size)]
-    jobs = []
-    for frame, heldout_only in sets:
-        train_split = frames.split_tensors(cfg, frame, "train", device, dtype)[:2]
-        heldout = frames.split_tensors(cfg, frame, "heldout", device, dtype)
-        jobs += [partial(train_chunk, cfg, c, train_split, heldout, heldout_only) for c in chunks]
-    with tqdm(total=len(jobs), desc="study", unit="chunk", disable=not progress) as bar:
+    """`train_seeds` on each (frame, heldout_only) of `sets` (the grid's cell and its
+    shuffled control share the threads).
 
-        def job(work: Callable[[], ChunkResult]) -> ChunkResult:
-            result = work()
+    The chunks (`memory.chunk_runs`: study.chunk on the CPU, what the GPU holds on
+    cuda) are evaluated one job each; their training runs first, in pieces that give
+    every thread of ours work (`memory.device.training_piece`: 1000 seeds on 16
+    threads are 16 jobs, not 4). A piece trains each run to the bits its chunk would
+    (its runs never meet, the kind's blocks stay whole), so the grouping moves no byte.
+    """
+    device, dtype = device_and_dtype(cfg.train)
+    size = chunk_runs(cfg, len(seeds), len(sets))
+    chunks = [seeds[start : start + size] for start in range(0, len(seeds), size)]
+    tensors = [
+        (
+            frames.split_tensors(cfg, frame, "train", device, dtype)[:2],
+            frames.split_tensors(cfg, frame, "heldout", device, dtype),
+            heldout_only,
+        )
+        for frame, heldout_only in sets
+    ]
+    together = runs_together(cfg.model, *tensors[0][0])
+    piece = training_piece(size, len(sets) * len(seeds), available(), together)
+    # Every set's chunks in order; each chunk's pieces in order.
+    work = [(chunk, data) for data in tensors for chunk in chunks]
+    with tqdm(total=len(work), desc="study", unit="chunk", disable=not progress) as bar:
+        jobs = [
+            partial(train_runs, cfg, part, data[0]) for c, data in work for part in pieces(c, piece)
+        ]
+        trained = iter(run_jobs(jobs, workers(len(jobs))))
+        joined = [joined_runs([next(trained) for _ in pieces(c, piece)]) for c, _ in work]
+
+        def evaluate(chunk: list[int], data, runs: tuple[Params, list[bool]]) -> ChunkResult:
+            result = evaluate_chunk(cfg, chunk, *runs, *data)
             bar.update()
             return result
 
-        results = run_jobs([partial(job, work) for work in jobs], workers(len(jobs)))
+        jobs = [
+            partial(evaluate, c, data, runs) for (c, data), runs in zip(work, joined, strict=True)
+        ]
+        results = run_jobs(jobs, workers(len(jobs)))
     diverged = sorted({seed for chunk_diverged, _, _ in results for seed in chunk_diverged})
     if diverged:
         named = ", ".join(map(str, diverged[:NAMED_DIVERGED]))
@@ -117,19 +140,33 @@ def train_sets(
     ]
 
 
-def train_chunk(
+def train_runs(
+    cfg: Config, seeds: list[int], train_split: tuple[torch.Tensor, torch.Tensor]
+) -> tuple[Params, list[bool]]:
+    """`seeds` trained from their init (a piece of a chunk), and whether each run's loss
+    and parameters stayed finite."""
+    dtype, device = train_split[0].dtype, train_split[0].device
+    initial = interface.init_params(cfg.data.seed, seeds, cfg.model, cfg.data.steps, dtype, device)
+    trained, history = train(initial, *train_split, cfg.train.epochs, cfg.train.lr, check=False)
+    return trained, finite_runs(history.loss, trained).tolist()
+
+
+def joined_runs(parts: list[tuple[Params, list[bool]]]) -> tuple[Params, list[bool]]:
+    """A chunk's pieces, trained, as one set of runs."""
+    return cat_runs([params for params, _ in parts]), [ok for _, finite in parts for ok in finite]
+
+
+def evaluate_chunk(
     cfg: Config,
     chunk: list[int],
+    trained: Params,
+    finite: list[bool],
     train_split: tuple[torch.Tensor, torch.Tensor],
     heldout: tuple[torch.Tensor, ...],
     heldout_only: bool,
 ) -> ChunkResult:
-    """One chunk of `train_sets`: its diverged seeds, else its trained parameters
+    """One chunk of `train_sets`, trained: its diverged seeds, else its parameters
     (S, P) and per-example values on the CPU."""
-    dtype, device = train_split[0].dtype, train_split[0].device
-    initial = interface.init_params(cfg.data.seed, chunk, cfg.model, cfg.data.steps, dtype, device)
-    trained, history = train(initial, *train_split, cfg.train.epochs, cfg.train.lr, check=False)
-    finite = finite_runs(history.loss, trained).tolist()
     diverged = [seed for seed, ok in zip(chunk, finite, strict=True) if not ok]
     if diverged:  # the study fails; no values, only the seeds to name
         return diverged, torch.empty(0), {}

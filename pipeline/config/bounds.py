@@ -1,7 +1,7 @@
 """The bounds every integer setting is checked against with the others, torch-free:
 the seeds' range, a ceiling on every size and count, and the generate stage's memory.
 
-The full memory estimate (pipeline/memory.py) asks the model kinds and so imports
+The full memory estimate (pipeline/memory/) asks the model kinds and so imports
 torch; what is checked here runs in the config check (`validate`), before any stage
 or app loads torch, so that a huge value is one line at once, not after the start-up.
 """
@@ -17,7 +17,7 @@ from pipeline.config.schema import MAX_BYTES, MAX_SEED, Config
 from pipeline.errors import ConfigError
 
 # Any size or count above this cannot fit the memory bound: each unit takes at least a
-# byte of the stage that holds it (pipeline/memory.py sizes the stages exactly).
+# byte of the stage that holds it (pipeline/memory/ sizes the stages exactly).
 MAX_COUNT = MAX_BYTES
 DATA_CELL_BYTES = 96  # a (sequence, step) reading: Python float in its row, frame, tensor
 # The generate stage loads no torch (pandas and the config only): it peaked at 132
@@ -175,7 +175,7 @@ def memory_refusal(cfg: Config, stage: str, estimate: int, largest: MemoryTerm, 
 
 def check_generate_memory(cfg: Config) -> None:
     """The generate stage's memory (its process and the sequences), refused with the
-    config: it loads no torch, so the full estimate (pipeline/memory.py) is not its to
+    config: it loads no torch, so the full estimate (pipeline/memory/) is not its to
     run, and unchecked it ran until killed at data.sequences=10**8. Every other stage
     holds the sequences too, so what this refuses, they would."""
     term = sequences_term(cfg)

@@ -222,7 +222,7 @@ def validate(raw: DictConfig | dict) -> Config:
 
     Returns a typed `Config` object; raises `ConfigError` with a one-line
     message that names the offending key. The memory bound is the stages' own
-    (pipeline/memory.py: it asks the model kinds, which import torch).
+    (pipeline/memory/: it asks the model kinds, which import torch).
     """
     try:
         schema = OmegaConf.structured(Config)

@@ -24,7 +24,7 @@ import torch
 Result = TypeVar("Result")
 PREFIX = "pipeline"  # our threads' names
 # Jobs at once at most: each holds its own temporaries (a study chunk's, a battery
-# chunk's), so memory grows with them; pipeline/memory.py counts them.
+# chunk's), so memory grows with them; pipeline/memory/ counts them.
 MAX_WORKERS = 8
 _in_turn = local()  # `threads`: the count set aside while this thread runs jobs in turn
 _stopping = Event()  # set by a stage's SIGTERM or Ctrl-C (pipeline/stages/__init__.py)

@@ -18,7 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from pipeline import ties
-from pipeline.config import TrainConfig
+from pipeline.config import ModelConfig, TrainConfig
 from pipeline.device import resolve_device
 from pipeline.errors import DivergenceError
 from pipeline.models import interface
@@ -95,15 +95,30 @@ def stepped(
     autograd: bool,
 ) -> tuple[Params, History]:
     """`epochs` steps of the kind's fast path (`gradient_step`), or autograd's."""
-    fast = None if autograd else interface.gradient_step(params, inputs, labels)
-    if fast is None:
-        step, block = autograd_step(inputs, labels), (AUTOGRAD_BLOCK, False)
-    else:
-        step, block = fast, interface.training_block(params, inputs)
+    step, block = training_plan(params.cfg, inputs, labels, autograd)
     if block is None:  # lesson, sink, multihead: one pass of all runs, on torch's threads
         return descend(params, step, labels, epochs, lr)
     threads = blocks_threads(block, available())
     return descend_blocks(params, step, labels, epochs, lr, block[0], threads)
+
+
+def training_plan(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor, autograd: bool):
+    """`train`'s step for this kind on these inputs, and its blocks: (runs per pass,
+    whether the kernel has threads of its own), or None for one pass of every run."""
+    kind = interface.kind(model.kind)
+    fast = None if autograd else kind.gradient_step(inputs, labels)
+    if fast is None:
+        return autograd_step(inputs, labels), (AUTOGRAD_BLOCK, False)
+    return fast, kind.training_block(inputs)
+
+
+def runs_together(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor) -> int:
+    """Runs that a piece of a chunk keeps together for the chunk's bits: a multiple of
+    the kind's block (a block of other size rounds its sums differently: posenc's
+    parameters moved by 2e-7 in blocks of 7), 1 where every run trains in one pass,
+    whose runs never meet (tests/test_study.py: the same bits in any grouping)."""
+    block = training_plan(model, inputs, labels, autograd=False)[1]
+    return 1 if block is None else block[0]
 
 
 def descend(

@@ -1,0 +1,149 @@
+"""Each stage's estimated peak, and the check that refuses a configuration whose
+largest stage cannot fit before anything runs."""
+
+from __future__ import annotations
+
+from pipeline.config.bounds import LIGHT_PROCESS_BYTES, MemoryTerm, memory_refusal, sequences_term
+from pipeline.config.schema import MAX_BYTES, Config, ModelConfig
+from pipeline.device import resolve_device
+from pipeline.errors import ConfigError
+from pipeline.files import byte_size
+from pipeline.memory.battery import (
+    battery_terms,
+    per_example_scores_term,
+    robustness_term,
+    sanity_terms,
+)
+from pipeline.memory.cells import debate_cell_terms, grid_cell_terms
+from pipeline.memory.device import DEVICE_PHASES, free_bytes, on_gpu
+from pipeline.memory.roar import roar_terms
+from pipeline.memory.sizes import (
+    LIGHT_STAGES,
+    MANY_CHUNKS_HEAP,
+    PROCESS_BYTES,
+    THREADS_BYTES,
+    TRAINING_STAGES,
+)
+from pipeline.memory.study import study_terms
+
+
+def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
+    """The dominant allocations of each stage that computes (dvc.yaml's names)."""
+    lesson_runs = len(cfg.train.seeds)
+    lesson = study_terms(cfg, lesson_runs, "train.seeds")
+    by_name = {term.what: term for term in lesson}
+    study = study_terms(cfg, cfg.study.seeds, "study.seeds")
+    stages = {
+        "generate": [sequences_term(cfg)],
+        "train": [sequences_term(cfg), by_name["the parameters"], by_name["training"]],
+        "evaluate": [sequences_term(cfg), by_name["step ablation"], by_name["the window layer"]],
+        "study": [sequences_term(cfg), *study],
+        "faithfulness": [
+            sequences_term(cfg),
+            study[0],  # the study's parameters, read
+            per_example_scores_term(cfg, cfg.study.seeds, "study.seeds"),
+            *battery_terms(cfg, cfg.study.seeds, "study.seeds", MANY_CHUNKS_HEAP),
+            *sanity_terms(
+                cfg,
+                min(cfg.faithfulness.sanity_seeds, cfg.study.seeds),
+                "faithfulness.sanity_seeds",
+            ),
+            robustness_term(cfg),
+        ],
+        "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
+        "roar": roar_terms(cfg),
+    }
+    for name, cell in cfg.grid.cells.items():
+        stages[f"grid@{name}"] = grid_cell_terms(cfg, cell.task, cell.variant)
+    for name, cell in cfg.debate.cells.items():
+        stages[f"debate@{name}"] = debate_cell_terms(cfg, cell.task, cell.variant)
+    return stages
+
+
+def stage_bytes(stage: str, terms: list[MemoryTerm]) -> int:
+    """About how much memory a stage needs at most: the process, its threads where it
+    trains or explains, what it keeps throughout, and its largest phase (training,
+    then the battery: a grid cell frees the one, and returns the freed heap to the
+    kernel (`processes.release_freed_memory`), before the other starts)."""
+    trains = stage in TRAINING_STAGES or stage.startswith(("grid@", "debate@"))
+    threads = THREADS_BYTES if trains else 0
+    kept = sum(term.bytes for term in terms if not term.phase)
+    phases: dict[str, int] = {}
+    for term in terms:
+        if term.phase:
+            phases[term.phase] = phases.get(term.phase, 0) + term.bytes
+    process = LIGHT_PROCESS_BYTES if stage in LIGHT_STAGES else PROCESS_BYTES
+    return process + threads + kept + max(phases.values(), default=0)
+
+
+def stage_estimates(cfg: Config) -> dict[str, int]:
+    """Each computing stage's estimated peak in the host's memory, in bytes."""
+    gpu = on_gpu(resolve_device(cfg.train.device))
+    return {
+        stage: stage_bytes(stage, host_terms(terms, gpu))
+        for stage, terms in stage_terms(cfg).items()
+    }
+
+
+def host_terms(terms: list[MemoryTerm], gpu: bool) -> list[MemoryTerm]:
+    """The terms the host's memory holds: every one, or on a GPU those outside the
+    phases whose tensors live there (DEVICE_PHASES)."""
+    return [term for term in terms if not (gpu and term.phase in DEVICE_PHASES)]
+
+
+def device_bytes(terms: list[MemoryTerm]) -> int:
+    """What a stage holds on a GPU at most: its largest phase of DEVICE_PHASES."""
+    phases = [sum(term.bytes for term in terms if term.phase == phase) for phase in DEVICE_PHASES]
+    return max(phases)
+
+
+def check_device_memory(cfg: Config) -> None:
+    """On cuda, refuse a stage whose chunks cannot fit the GPU's free memory even at one
+    run a chunk (the chunks are as large as fits: `device.study_chunk`)."""
+    device = resolve_device(cfg.train.device)
+    if not on_gpu(device):
+        return
+    needs = {stage: device_bytes(terms) for stage, terms in stage_terms(cfg).items()}
+    stage = max(needs, key=needs.__getitem__)
+    free = free_bytes(device)
+    if needs[stage] > free:
+        raise ConfigError(
+            f"invalid config value train.device={cfg.train.device!r}: stage {stage} needs "
+            f"about {byte_size(needs[stage])} on {device}, more than its {byte_size(free)} "
+            "free; allowed: cpu"
+        )
+
+
+def estimated_bytes(cfg: Config) -> int:
+    """About how much memory `cfg` needs at most: its largest stage's estimate."""
+    return max(stage_estimates(cfg).values())
+
+
+def _reference_terms(cfg: Config, stage: str) -> list[MemoryTerm]:
+    """The same stage's terms on the defaults of the same model kind (a grid cell: the
+    same task and variant at the grid's default sizes)."""
+    defaults = Config(model=ModelConfig(kind=cfg.model.kind))
+    if stage.startswith("grid@"):
+        cell = cfg.grid.cells[stage.removeprefix("grid@")]
+        return grid_cell_terms(defaults, cell.task, cell.variant)
+    if stage.startswith("debate@"):
+        cell = cfg.debate.cells[stage.removeprefix("debate@")]
+        return debate_cell_terms(defaults, cell.task, cell.variant)
+    return stage_terms(defaults)[stage]
+
+
+def check_memory(cfg: Config) -> None:
+    """Refuse, before anything runs, a configuration whose largest stage cannot fit
+    in MAX_BYTES of the host's memory, naming the key of its largest allocation (on
+    cuda, the chunks' tensors are the GPU's: `check_device_memory`)."""
+    check_device_memory(cfg)
+    estimates = stage_estimates(cfg)
+    stage = max(estimates, key=estimates.__getitem__)
+    if estimates[stage] <= MAX_BYTES:
+        return
+    gpu = on_gpu(resolve_device(cfg.train.device))
+    terms = host_terms(stage_terms(cfg)[stage], gpu)
+    largest = max(terms, key=lambda term: term.bytes)
+    reference = host_terms(_reference_terms(cfg, stage), gpu)
+    key = largest.blamed(reference[terms.index(largest)])
+    raise ConfigError(memory_refusal(cfg, stage, estimates[stage], largest, key))
