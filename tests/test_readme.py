@@ -112,6 +112,25 @@ CLAIMS = [
             "debate/lesson-lesson.json:deception.2.heldout_accuracy.mean",
         ],
     ),
+    (
+        "step flips {:.4f} of the decisions, a random other step {:.4f}",
+        [
+            "erasure/metrics.json:study.erasure.attention.top_flip.mean",
+            "erasure/metrics.json:study.erasure.attention.other_flip.mean",
+        ],
+    ),
+    ("fall to the majority class, {:.4f})", ["roar/metrics.json:majority_share"]),
+    (
+        "with the marked reading (IIA {:.4f})",
+        ["abstraction/abstraction.json:conditions.trained.linear.iia.mean"],
+    ),
+    (
+        "lifts untrained runs from {:.4f} to {:.4f}",
+        [
+            "abstraction/abstraction.json:conditions.random.linear.iia.mean",
+            "abstraction/abstraction.json:conditions.random.nonlinear.iia.mean",
+        ],
+    ),
 ]
 
 

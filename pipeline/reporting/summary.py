@@ -1,6 +1,7 @@
 """What `dvc repro` ends with: the lesson's answer, read back from the outputs.
 
-The track stage runs on every repro, cached stages or not, and prints this last.
+The track stage prints this last, when it runs: on a fresh clone, and after any
+change to what it logs (`dvc repro -sf track` prints it again).
 Plain dicts in, text out: no torch, no pandas (the track stage's no-op path).
 """
 
@@ -75,11 +76,14 @@ def answer(cfg: Config, metrics: dict, study: dict, ui_command: str) -> str:
             golden_line(cfg, metrics),
             f"== the seed study ({cfg.paths.study_summary})",
             study_line(study),
-            f"== the report: {cfg.paths.report}",
+            f"== the report: {cfg.paths.report} (one page with its figures: "
+            f"{cfg.paths.report_html})",
             f"== the next lesson (a second head, the order of steps): {cfg.paths.report}, "
             "section 'The next lesson'",
             f"== the attention debate, replayed where the answer is known: {cfg.paths.report}, "
             "section 'The attention debate'",
+            f"== the field's newer tests (erasure, remove and retrain, disagreement, causal "
+            f"abstraction, suppressors): {cfg.paths.report}, docs/field.md",
             f"== the gap across versions in the MLflow UI: {ui_command}",
         ]
     )
