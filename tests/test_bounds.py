@@ -78,6 +78,9 @@ def test_a_seed_key_of_the_schema_cannot_escape_the_seed_check():
         "grid.faithfulness_seeds",
         "debate.seeds",
         "debate.trained_seeds",
+        "erasure.seeds",
+        "abstraction.seeds",
+        "roar.seeds",
     }
     assert set(SEED_KEYS) == seedish - counts
     assert "debate.permutation_seed" in SEED_KEYS

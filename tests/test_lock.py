@@ -83,7 +83,9 @@ def test_ci_and_the_readme_install_from_the_locks():
     commands = [line for line in readme.splitlines() if line.startswith("python3.11 -m venv")]
     main = [c for c in commands if c.endswith("&& dvc repro")]
     tests = [c for c in commands if c.endswith("&& python -m pytest")]
-    assert len(main) == 2 and len(tests) == 1  # the main job, its CPU-only variant, the tests
+    assert (
+        len(main) == 1 and len(tests) == 1
+    )  # the main job (a CPU-only index: one flag), the tests
     for command, lock in [
         *((c, "requirements.lock") for c in main),
         (tests[0], "requirements-dev.lock"),

@@ -31,7 +31,9 @@ def test_the_answer_has_each_runs_numbers_the_gap_and_where_to_look():
         "\n".join(text)
     )
     assert summary.study_line(study) in text
-    assert "== the report: reports/report.md" in text
+    assert (
+        "== the report: reports/report.md (one page with its figures: reports/report.html)" in text
+    )
     assert (
         "== the next lesson (a second head, the order of steps): reports/report.md, "
         "section 'The next lesson'" in text
