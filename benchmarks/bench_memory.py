@@ -38,7 +38,7 @@ def stage_commands(cfg) -> dict[str, list[str]]:
     by name)."""
     commands = {
         stage: [sys.executable, "-m", f"pipeline.stages.{stage}"]
-        for stage in ("generate", "train", "evaluate", "study", "faithfulness")
+        for stage in ("generate", "train", "evaluate", "study", "faithfulness", "roar")
     }
     for name, cell in cfg.grid.cells.items():
         commands[f"grid@{name}"] = [

@@ -90,6 +90,9 @@ CELL_STAGES = (
     | {"next_lesson", "debate_figures"}
 )
 
+# The field's newer tests (docs/field.md): each reads the lesson's or the study's runs.
+FIELD_STAGES = {"erasure", "roar", "abstraction"}
+
 
 def shrink_grid(repo: Path) -> None:
     """Keep SMALL_GRID's cells in the clone's conf/grid/lesson.yaml, SMALL_DEBATE's
@@ -131,6 +134,7 @@ def repo(tmp_path_factory) -> Path:
     restore_params(repo)
     result = dvc(repo, "repro")
     main = {"generate", "train", "evaluate", "study", "faithfulness", "report", "track"}
+    main |= FIELD_STAGES
     assert ran_stages(result.stdout) == main | CELL_STAGES
     git_commit(repo, "small config")
     return repo
