@@ -38,7 +38,16 @@ def stage_commands(cfg) -> dict[str, list[str]]:
     by name)."""
     commands = {
         stage: [sys.executable, "-m", f"pipeline.stages.{stage}"]
-        for stage in ("generate", "train", "evaluate", "study", "faithfulness", "roar")
+        for stage in (
+            "generate",
+            "train",
+            "evaluate",
+            "study",
+            "faithfulness",
+            "erasure",
+            "roar",
+            "abstraction",
+        )  # fmt: skip
     }
     for name, cell in cfg.grid.cells.items():
         commands[f"grid@{name}"] = [

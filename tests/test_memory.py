@@ -25,6 +25,11 @@ TOO_BIG = [
     ("grid.seeds=10000000", "grid.seeds=10000000"),
     # Issue 33: captum's perturbed copies are bounded too.
     ("faithfulness.robustness_samples=1000000", "faithfulness.robustness_samples=1000000"),
+    # the field's stages (pipeline/memory/field.py): abstraction's maps on every
+    # ordered pair of held-out sequences, and fitted on abstraction.pairs
+    ("abstraction.pairs=1000000000", "abstraction.pairs=1000000000"),
+    ("abstraction.hidden=10000000", "abstraction.hidden=10000000"),
+    ("roar.seeds=10000000", "roar.seeds=10000000"),
 ]
 
 
@@ -65,7 +70,8 @@ def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads
     cells = [f"grid@{name}" for name in cfg.grid.cells]
     debate = [f"debate@{name}" for name in cfg.debate.cells]
     assert list(estimates) == [
-        "generate", "train", "evaluate", "study", "faithfulness", "report", "roar", *cells, *debate
+        "generate", "train", "evaluate", "study", "faithfulness", "report", "roar", "erasure",
+        "abstraction", *cells, *debate,
     ]  # fmt: skip
     assert estimated_bytes(cfg) == max(estimates.values())
     # The case the issue measured: window12 at 1000 seeds peaked at 4.96 GiB, where

@@ -20,7 +20,9 @@ PYTHON_FLOAT_BYTES = 32  # an init value is drawn as a Python float, then kept
 PROCESS_BYTES = 480 * 2**20
 LIGHT_STAGES = ("generate",)
 THREADS_BYTES = 200 * 2**20
-TRAINING_STAGES = ("study", "faithfulness", "roar")  # stages whose work runs on our threads
+# stages whose work runs on our threads
+TRAINING_STAGES = ("study", "faithfulness", "roar", "erasure", "abstraction")
+ABSTRACTION_RUNS = 10  # runs per job of the abstraction stage: one thread fits their maps
 # The faithfulness stage runs the battery over every study seed, 16 at a time:
 # glibc's heap grows over its many chunks, which the fit of one pair
 # (battery_values) does not see (measured on one thread, benchmarks/bench_memory.py:

@@ -16,7 +16,7 @@ from pipeline.memory.battery import (
 )
 from pipeline.memory.cells import debate_cell_terms, grid_cell_terms
 from pipeline.memory.device import DEVICE_PHASES, free_bytes, on_gpu
-from pipeline.memory.roar import roar_terms
+from pipeline.memory.field import abstraction_terms, erasure_terms, roar_terms
 from pipeline.memory.sizes import (
     LIGHT_STAGES,
     MANY_CHUNKS_HEAP,
@@ -52,6 +52,8 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
         ],
         "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
         "roar": roar_terms(cfg),
+        "erasure": erasure_terms(cfg),
+        "abstraction": abstraction_terms(cfg),
     }
     for name, cell in cfg.grid.cells.items():
         stages[f"grid@{name}"] = grid_cell_terms(cfg, cell.task, cell.variant)

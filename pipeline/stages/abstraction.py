@@ -18,12 +18,13 @@ from pipeline.errors import ConfigError
 from pipeline.field import abstraction
 from pipeline.files import read_parquet, write_json
 from pipeline.memory import check_memory
+from pipeline.memory.sizes import ABSTRACTION_RUNS
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.threads import run_jobs, workers
 from pipeline.stages import entry
 
-BLOCK = 10  # runs per job: each job trains its maps on one torch thread
+BLOCK = ABSTRACTION_RUNS  # runs per job: each job trains its maps on one torch thread
 
 
 def runs(cfg: Config, study, dtype: torch.dtype) -> tuple[list[int], dict[str, Params]]:

@@ -1,4 +1,6 @@
-"""Remove and retrain's peak (pipeline/field/roar.py): its training sets and their runs."""
+"""The field's stages' peaks (pipeline/field/, docs/field.md): erasure's battery,
+remove and retrain's training sets and their runs, the interchange interventions of
+causal abstraction."""
 
 from __future__ import annotations
 
@@ -6,9 +8,45 @@ from pipeline.analysis import registry
 from pipeline.config.bounds import MemoryTerm, sequences_term
 from pipeline.config.schema import Config
 from pipeline.memory.battery import battery_terms
-from pipeline.memory.sizes import DTYPE_BYTES
+from pipeline.memory.sizes import ABSTRACTION_RUNS, DTYPE_BYTES, at_once
 from pipeline.memory.study import study_terms
 from pipeline.models import interface
+
+
+def erasure_terms(cfg: Config) -> list[MemoryTerm]:
+    """The study's parameters read, and the battery's explainers over the lesson's runs
+    and the study's first erasure.seeds runs (at most the study's)."""
+    runs = len(cfg.train.seeds) + min(cfg.erasure.seeds, cfg.study.seeds)
+    parameters = study_terms(cfg, cfg.study.seeds, "study.seeds")[0]
+    return [sequences_term(cfg), parameters, *battery_terms(cfg, runs, "erasure.seeds")]
+
+
+def abstraction_terms(cfg: Config) -> list[MemoryTerm]:
+    """The runs' parameters, and each job's maps applied to every ordered (base,
+    source) pair of held-out sequences at once (field/abstraction.py's
+    interchange_accuracy: its widest values are the coupling MLPs' hidden layer), or
+    to the training pairs while the maps are fitted, with their gradients."""
+    runs = min(cfg.abstraction.seeds, cfg.study.seeds)
+    parameters = study_terms(cfg, runs, "abstraction.seeds")[0]
+    held = ("runs at once", "abstraction.seeds", at_once(ABSTRACTION_RUNS, runs))
+    hidden, d_v = cfg.abstraction.hidden, cfg.model.d_v  # the wider names the key
+    width = ("width", "abstraction.hidden" if hidden >= d_v else "model.d_v", max(hidden, d_v) * 3)
+    size = ("bytes", "", DTYPE_BYTES[cfg.train.dtype])
+    heldout = cfg.data.split[2]
+    return [
+        sequences_term(cfg),
+        parameters,
+        MemoryTerm(
+            "the interchange interventions",
+            (held, ("pairs", "data.split", heldout * heldout), width, size),
+            phase="score",
+        ),
+        MemoryTerm(
+            "the maps' fit",
+            (held, ("pairs", "abstraction.pairs", cfg.abstraction.pairs), width, size),
+            phase="fit",
+        ),
+    ]
 
 
 def roar_sets(cfg: Config) -> int:
