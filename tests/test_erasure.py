@@ -129,3 +129,28 @@ def test_signed_forms_are_the_battery_s_scores_before_their_absolute_value(name)
     plain = explainers.explain(params, INPUTS, [name])[name]
     torch.testing.assert_close(signed.abs(), plain, rtol=0, atol=1e-12)
     assert (signed < 0).any() or name != "loo"  # loo's sign is not always +
+
+
+def test_the_section_reads_a_model_whose_decisions_never_flip():
+    """A run that never flips (sequence C: every mix is 1) leaves "is the flipping step
+    marked?" without a value: the reading says so instead of failing (CI caught the
+    report stage failing on `dvc exp run -S train.epochs=40 -S train.lr=0.3`)."""
+    from pipeline.reporting.erasure import erasure_section
+
+    params, inputs = marker_model(), INPUTS[2:].repeat(3, 1, 1)
+    rationale = faithfulness.task_rationale("lesson", torch.zeros(3, dtype=torch.long), 3)
+    weights = explainers.explain(params, inputs, ["attention"])["attention"]
+    scores = {"attention": weights, "loo": weights.flip(-1), "random": torch.rand(1, 3, 3)}
+    values = {
+        **erasure_study.erasure_values(params, inputs, rationale, scores),
+        **erasure_study.agreement_values(scores, rationale, [1]),
+    }
+    document = {
+        "runs": erasure_study.run_documents(values, [1]),
+        "study": {"seeds": 1, **erasure_study.over_seeds(values, 20, 0)},
+    }
+    assert document["study"]["erasure"]["attention"]["top_flip_marked"]["mean"] is None
+    section = erasure_section(document)
+    assert "Erasing the top-weight step flips 0.0000 of the decisions" in section
+    assert "never flips a decision here, so whether the flipping step is the marked one" in section
+    assert "no ranking ever reaches a flip" in section

@@ -152,16 +152,15 @@ def test_a_store_logged_before_models_gets_them_once(default_cfg, store):
 def test_deleted_model_files_are_logged_again(default_cfg, store):
     from mlflow.tracking import MlflowClient
 
-    tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
+    state = lesson_state(default_cfg, store)
+    parent, _ = tracking.log_state(state, registered.log_models)
+    assert tracking.logged_run(store, "test", state.digest) == parent
     client = MlflowClient(store)
     version = client.get_model_version_by_alias(NAME, "run-2")
     (mlmodel,) = registered.model_files(client, version)
     mlmodel.unlink()
     # The record lists the model's files: the no-op check sees one gone.
-    state = lesson_state(default_cfg, store)
-    battery = {"runs": state.faithfulness, "study": state.study_faithfulness}
-    digest = tracking.state_digest(state.cfg, state.metrics, {}, state.study, battery)
-    assert tracking.logged_run(store, "test", digest) is None
+    assert tracking.logged_run(store, "test", state.digest) is None
     tracking.log_state(state, registered.log_models)
     assert mlmodel.is_file() and len(versions(store)) == 2
 

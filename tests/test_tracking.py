@@ -827,3 +827,26 @@ def test_the_store_and_its_artifacts_are_the_owner_s_alone_whatever_the_umask(
         assert private_modes(tmp_path) == {}
     finally:
         os.umask(umask)
+
+
+def test_the_digest_holds_every_field_document_as_the_track_stage_reads_them(default_cfg):
+    """The track stage's no-op check digests the documents it reads from disk
+    (provenance.field_documents); the logged state digests its own. Each field
+    document must move the state's digest, the same way: a state whose digest left
+    out abstraction and roar was never found by the check, so every `dvc repro` of the
+    track stage imported mlflow (CI caught it)."""
+    from pipeline.provenance import FIELD_DOCUMENTS
+
+    state = committed_state(default_cfg, "sqlite:///unused.db")
+    documents = {stage: {"stage": stage, "value": 1} for stage in FIELD_DOCUMENTS}
+    for stage, document in documents.items():
+        setattr(state, stage, document)
+    battery = tracking.battery_documents(state.faithfulness, state.study_faithfulness, documents)
+    assert state.digest == tracking.state_digest(
+        state.cfg, state.metrics, state.tags, state.study, battery
+    )
+    seen = {state.digest}
+    for stage in FIELD_DOCUMENTS:
+        setattr(state, stage, {"stage": stage, "value": 2})
+        assert state.digest not in seen, stage
+        seen.add(state.digest)

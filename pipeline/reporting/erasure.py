@@ -94,12 +94,18 @@ def disagreement_table(document: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _above(entry: dict, value: float) -> bool:
-    return entry["ci95_low"] is not None and entry["ci95_low"] > value
+def _above(entry: dict, value: float | None) -> bool:
+    """Whether the interval lies above `value`; False where either is undefined."""
+    return None not in (entry["ci95_low"], value) and entry["ci95_low"] > value
 
 
 def _below(entry: dict, value: float) -> bool:
     return entry["ci95_high"] is not None and entry["ci95_high"] < value
+
+
+def _defined(means: dict) -> dict:
+    """The entries with a value (a mean over no run is None)."""
+    return {key: value for key, value in means.items() if value is not None}
 
 
 def erasure_reading(document: dict) -> str:
@@ -111,33 +117,46 @@ def erasure_reading(document: dict) -> str:
         else "no more often than a random other step: by this test the weights say little"
     )
     marked = single["top_flip_marked"]
-    known = (
-        "agrees with the known answer: the step that flips is the marked one"
-        if _above(marked, 0.5)
-        else "is not the known answer: the flipping top step is mostly not the marked one"
-    )
+    if marked["mean"] is None:  # no run's top-step erasure flipped a decision
+        known = (
+            "The top step's erasure never flips a decision here, so whether the flipping step "
+            "is the marked one is undefined"
+        )
+    else:
+        agrees = (
+            "agrees with the known answer: the step that flips is the marked one"
+            if _above(marked, 0.5)
+            else "is not the known answer: the flipping top step is mostly not the marked one"
+        )
+        known = (
+            "Where the top step's erasure flips, it is the marked step in "
+            f"{marked['mean']:.4f} of the cases, which {agrees}"
+        )
     flips = {r: e["removed"]["mean"] for r, e in document["study"]["flip"].items()}
     ranked = sorted((v, r) for r, v in flips.items() if v is not None)
-    soonest, latest = ranked[0][1], ranked[-1][1]
+    if ranked:
+        soonest, latest = ranked[0][1], ranked[-1][1]
+        order = (
+            f"Erasing in each ranking's order, {soonest} reaches a flip after the smallest "
+            f"share of the steps ({flips[soonest]:.4f}), {latest} after the largest "
+            f"({flips[latest]:.4f})."
+        )
+    else:
+        order = "Erasing in each ranking's order, no ranking ever reaches a flip."
     return (
-        f"Erasing the top-weight step flips {top['mean']:.4f} of the decisions, a random other "
-        f"step {other['mean']:.4f}: {verdict}. Where the top step's erasure flips, it is the "
-        f"marked step in {marked['mean']:.4f} of the cases, which {known}; erasing the marked "
-        f"step alone flips {single['rationale_flip']['mean']:.4f} of the decisions, so in the "
-        "rest the model's decision survives the loss of the step that defines its label. "
-        f"Erasing in each ranking's order, {soonest} reaches a flip after the smallest share of "
-        f"the steps ({flips[soonest]:.4f}), {latest} after the largest ({flips[latest]:.4f})."
+        f"Erasing the top-weight step flips {plain(top['mean'])} of the decisions, a random "
+        f"other step {plain(other['mean'])}: {verdict}. {known}; erasing the marked step alone "
+        f"flips {plain(single['rationale_flip']['mean'])} of the decisions, so in the rest the "
+        f"model's decision survives the loss of the step that defines its label. {order}"
     )
 
 
 def agreement_reading(document: dict) -> str:
     rationale = document["study"]["rationale"]
-    best = max(
-        (r for r in rationale if rationale[r]["feature"]["mean"] is not None),
-        key=lambda r: rationale[r]["feature"]["mean"],
-    )
+    feature = _defined({r: v["feature"]["mean"] for r, v in rationale.items()})
+    best = max(feature, key=feature.__getitem__)
     pairs = document["study"]["pairs"]
-    pra = {p: v["pairwise_rank"]["mean"] for p, v in pairs.items()}
+    pra = _defined({p: v["pairwise_rank"]["mean"] for p, v in pairs.items()})
     most, least = max(pra, key=pra.__getitem__), min(pra, key=pra.__getitem__)
     study = document["study"]["disagreement"]["pairs"]
     r = study["r_pairwise_rank_both_wrong"]

@@ -75,11 +75,11 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
     provenance.verify_inputs(cfg, "track")
     root, uri = Path.cwd(), tracking.store_uri(cfg.tracking)
     hashes = tracking.lock_hashes(root / "dvc.lock", cfg)
-    battery = {
-        "runs": read_json(cfg.paths.faithfulness),
-        "study": read_json(cfg.paths.study_faithfulness),
-        **provenance.field_documents(cfg),
-    }
+    battery = tracking.battery_documents(
+        read_json(cfg.paths.faithfulness),
+        read_json(cfg.paths.study_faithfulness),
+        provenance.field_documents(cfg),
+    )
     digest = tracking.state_digest(cfg, metrics, hashes, study, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)
     logged = False

@@ -30,6 +30,7 @@ from pipeline.tracking.search import search_parent_runs
 from pipeline.tracking.state import (
     STATE_TAG,
     PipelineState,
+    battery_documents,
     environment_tags,
     git_tags,
     lock_hashes,
@@ -49,6 +50,7 @@ __all__ = [
     "GAP_VIEW",
     "STATE_TAG",
     "PipelineState",
+    "battery_documents",
     "check_server",
     "ensure_store",
     "environment_tags",

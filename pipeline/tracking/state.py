@@ -21,6 +21,7 @@ import yaml
 
 from pipeline.config import NUMBER_GROUPS, PARAMS_FILE, Config, flatten, to_container
 from pipeline.errors import PipelineError
+from pipeline.provenance import FIELD_DOCUMENTS
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
     import pandas as pd
@@ -58,9 +59,17 @@ class PipelineState:
 
     @property
     def digest(self) -> str:
-        battery = {"runs": self.faithfulness, "study": self.study_faithfulness}
-        battery["erasure"] = self.erasure
+        field_tests = {stage: getattr(self, stage) for stage in FIELD_DOCUMENTS}
+        battery = battery_documents(self.faithfulness, self.study_faithfulness, field_tests)
         return state_digest(self.cfg, self.metrics, self.tags, self.study, battery)
+
+
+def battery_documents(runs: dict | None, study: dict | None, field_tests: dict) -> dict:
+    """What a state's digest holds of the explainers' tests: the battery per run and
+    over the study, and each field stage's document (provenance.FIELD_DOCUMENTS). The
+    track stage's no-op check and the logged state both digest this: one definition,
+    or the check never finds the state it logged."""
+    return {"runs": runs, "study": study, **field_tests}
 
 
 def state_digest(
