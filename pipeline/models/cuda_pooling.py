@@ -75,6 +75,23 @@ def flops(pooling: Pooling, steps: int) -> int:
 
 
 @cache
+def bce_head():
+    """A device function of both kernels: torch's BCE with logits for one example,
+    (dloss/dlogit / examples, the example's loss, 1.0 where the decision is right).
+    Made when a kernel is made, from the `cuda` numba has then (real or simulated)."""
+    CLAMP, TIE = LOGIT_CLAMP, LOGIT_TIE
+
+    @cuda.jit(device=True, inline=True)
+    def bce(logit, label, examples):
+        clamped = min(max(logit, -CLAMP), CLAMP)
+        g = (1.0 / (1.0 + math.exp(-clamped)) - label) / examples
+        # (1 - y) o - log_sigmoid(o)
+        loss = (1.0 - label) * logit - min(logit, 0.0) + math.log1p(math.exp(-abs(logit)))
+        return g, loss, 1.0 if (logit > TIE) == (label > 0.5) else 0.0
+
+    return bce
+
+
 def pooling_kernel(heads: int, d_k: int, d_v: int, steps: int, sink: bool, offsets: str):
     """The compiled kernel for one shape of run (numba compiles it on first launch);
     offsets: 'none', 'fixed' (read from the `fixed` (T, C) array) or 'learned'."""
@@ -90,7 +107,7 @@ def pooling_kernel(heads: int, d_k: int, d_v: int, steps: int, sink: bool, offse
     SIZE = EXTRA + (1 if sink else 0) + (T * C if offsets == "learned" else 0)
     HC = H * C
     HAS_SINK, LEARNED, FIXED = sink, offsets == "learned", offsets == "fixed"
-    CLAMP, TIE = LOGIT_CLAMP, LOGIT_TIE
+    bce = bce_head()
 
     @cuda.jit(device=True, inline=True)
     def pooled(inputs, fixed, par, n, t):
@@ -158,14 +175,9 @@ def pooling_kernel(heads: int, d_k: int, d_v: int, steps: int, sink: bool, offse
                     mean_y[h * C], mean_y[h * C + 1] = ey0 / e_sum, ey1 / e_sum
                     mean_zy[h * C], mean_zy[h * C + 1] = ezy0 / e_sum, ezy1 / e_sum
                     logit += context[h]
-                label = labels[n]
-                clamped = min(max(logit, -CLAMP), CLAMP)
-                g = (1.0 / (1.0 + math.exp(-clamped)) - label) / examples
-                # torch's BCE with logits: (1 - y) o - log_sigmoid(o)
-                loss_sum += (
-                    (1.0 - label) * logit - min(logit, 0.0) + math.log1p(math.exp(-abs(logit)))
-                )
-                hits += 1.0 if (logit > TIE) == (label > 0.5) else 0.0
+                g, example_loss, hit = bce(logit, labels[n], examples)
+                loss_sum += example_loss
+                hits += hit
                 dbias += g
                 for h in range(H):
                     for c in range(C):

@@ -39,13 +39,11 @@ import torch
 from numba import cuda, float64  # module globals: the simulator swaps `cuda` in them
 
 from pipeline.models.cuda_launch import (
-    LOGIT_CLAMP,
-    LOGIT_TIE,
     FusedTraining,
     Trained,
     train_flat,
 )
-from pipeline.models.cuda_pooling import EXP_FLOPS
+from pipeline.models.cuda_pooling import EXP_FLOPS, bce_head
 from pipeline.models.parameters import CHANNELS, Params
 
 
@@ -76,7 +74,7 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
     WKL = WQL + DK * C
     WVL = WKL + DK * C
     SIZE = WVL + C * C
-    CLAMP, TIE = LOGIT_CLAMP, LOGIT_TIE
+    bce = bce_head()
 
     @cuda.jit(device=True, inline=True)
     def layer_max(inputs, n, t, bilinear):
@@ -152,14 +150,9 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
                     weighted += e * readout[t]
                 context = weighted / pool_sum
                 logit = context + par[B]
-                label = labels[n]
-                clamped = min(max(logit, -CLAMP), CLAMP)
-                g = (1.0 / (1.0 + math.exp(-clamped)) - label) / examples
-                # torch's BCE with logits: (1 - y) o - log_sigmoid(o)
-                loss_sum += (
-                    (1.0 - label) * logit - min(logit, 0.0) + math.log1p(math.exp(-abs(logit)))
-                )
-                hits += 1.0 if (logit > TIE) == (label > 0.5) else 0.0
+                g, example_loss, hit = bce(logit, labels[n], examples)
+                loss_sum += example_loss
+                hits += hit
                 dbias += g
                 for t in range(T):  # the backward
                     x0, x1, z0, z1 = inputs[n, t, 0], inputs[n, t, 1], z[t * C], z[t * C + 1]
