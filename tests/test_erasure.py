@@ -140,7 +140,8 @@ def test_the_section_reads_a_model_whose_decisions_never_flip():
     params, inputs = marker_model(), INPUTS[2:].repeat(3, 1, 1)
     rationale = faithfulness.task_rationale("lesson", torch.zeros(3, dtype=torch.long), 3)
     weights = explainers.explain(params, inputs, ["attention"])["attention"]
-    scores = {"attention": weights, "loo": weights.flip(-1), "random": torch.rand(1, 3, 3)}
+    noise = torch.rand(1, 3, 3, dtype=F64, generator=torch.Generator().manual_seed(0))
+    scores = {"attention": weights, "loo": weights.flip(-1), "random": noise}
     values = {
         **erasure_study.erasure_values(params, inputs, rationale, scores),
         **erasure_study.agreement_values(scores, rationale, [1]),
