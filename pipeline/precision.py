@@ -14,7 +14,9 @@ the parameters file holds. The lesson publishes 4 decimals; its golden check
 reads these values.
 
 The rounding is numpy's and torch's (x * 10^8, round half to even, / 10^8): the
-same IEEE operations on every machine.
+same IEEE operations on every machine. A value within 5e-9 of zero rounds to a
+zero whose sign is its last bits' (-1e-17 to -0.0), so every rounded zero is made
++0.0 (adding 0.0 does that and changes no other value).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ DECIMALS = 8
 
 def settle(tensor: torch.Tensor) -> torch.Tensor:
     """A float tensor at the written precision (integer tensors as they are)."""
-    return tensor.round(decimals=DECIMALS) if tensor.is_floating_point() else tensor
+    return tensor.round(decimals=DECIMALS) + 0.0 if tensor.is_floating_point() else tensor
 
 
 def rounded(value: Any) -> Any:
@@ -38,7 +40,7 @@ def rounded(value: Any) -> Any:
     if isinstance(value, float):
         import numpy as np
 
-        return float(np.round(value, DECIMALS))
+        return float(np.round(value, DECIMALS)) + 0.0
     if isinstance(value, dict):
         return {key: rounded(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
@@ -51,4 +53,4 @@ def rounded_frame(frame: pd.DataFrame) -> pd.DataFrame:
     floats = frame.select_dtypes("floating").columns
     if len(floats) == 0:
         return frame
-    return frame.assign(**{name: frame[name].round(DECIMALS) for name in floats})
+    return frame.assign(**{name: frame[name].round(DECIMALS) + 0.0 for name in floats})

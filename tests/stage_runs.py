@@ -16,7 +16,7 @@ import pandas as pd
 
 from pipeline.config import Config, compose, validate
 from pipeline.files import parquet_bytes
-from pipeline.precision import rounded
+from pipeline.precision import rounded, rounded_frame
 from tests.conftest import small_overrides
 
 # Small enough for the fast tier, one grid cell per model kind, every debate cell.
@@ -120,6 +120,25 @@ def debate_cells(cfg: Config) -> dict[str, bytes]:
     return {
         **{name: as_json(document) for name, document in documents.items()},
         "debate_figures": b"".join(pngs.values()),
+    }
+
+
+def field_stages(cfg: Config) -> dict[str, bytes]:
+    """erasure, roar and abstraction on the small lesson's and study's runs."""
+    from pipeline.analysis import seed_study
+    from pipeline.field import roar
+    from pipeline.models import frames
+    from pipeline.stages import abstraction, erasure, generate, train
+
+    frame, _ = generate.run(cfg)
+    params, _ = train.run(cfg, frame)
+    lesson = _as_read(frames.params_to_frame(params, cfg.train.seeds, cfg.model, cfg.data.steps))
+    study = _as_read(seed_study.run(cfg, frame)[0])
+    document, seeds = erasure.run(cfg, frame, lesson, study)
+    return {
+        "erasure": as_json(document) + rounded_frame(seeds).to_csv(index=False).encode(),
+        "roar": as_json(roar.run(cfg, frame, lesson)),
+        "abstraction": as_json(abstraction.run(cfg, frame, study)),
     }
 
 

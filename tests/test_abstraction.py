@@ -159,25 +159,38 @@ def tiny_document() -> dict:
         mean = sum(values) / len(values)
         return {"mean": mean, "ci95_low": min(values), "ci95_high": max(values)}
 
-    def condition(accuracy, linear, nonlinear):
+    def condition(accuracy, linear, nonlinear, moved):
         entry = {"heldout_accuracy": numbers(accuracy), "per_seed_heldout_accuracy": accuracy}
         for name, iia in (("linear", linear), ("nonlinear", nonlinear)):
+            chaotic = [1, 2] if name == "nonlinear" else []
+            chaotic = [seed for seed, m in zip(chaotic, moved, strict=False) if m > 0]
             entry[name] = {
                 "iia": numbers(iia),
                 "iia_changed": numbers(iia),
                 "share_implements": sum(v >= 0.9 for v in iia) / len(iia),
+                "chaotic_seeds": chaotic,
+                "max_iia_moved": max(moved) if name == "nonlinear" else 0.0,
                 "per_seed_iia": iia,
                 "per_seed_iia_changed": iia,
             }
-        entry["nonlinear_gain"] = numbers([n - li for n, li in zip(nonlinear, linear, strict=True)])
+        gains = [n - li for n, li in zip(nonlinear, linear, strict=True)]
+        entry["nonlinear_gain"] = numbers(gains)
+        keep = [i for i, m in enumerate(moved) if m == 0]
+        entry["stable"] = {
+            "seeds": [[1, 2][i] for i in keep],
+            "iia_linear": sum(linear[i] for i in keep) / len(keep),
+            "iia_nonlinear": sum(nonlinear[i] for i in keep) / len(keep),
+            "nonlinear_gain": sum(gains[i] for i in keep) / len(keep),
+        }
         return entry
 
     return {
         "seeds": [1, 2],
         "implements": 0.9,
         "conditions": {
-            "trained": condition([0.9, 1.0], [0.9, 1.0], [0.95, 1.0]),
-            "random": condition([0.5, 0.4], [0.5, 0.6], [0.6, 0.95]),
+            "trained": condition([0.9, 1.0], [0.9, 1.0], [0.95, 1.0], [0.0, 0.0]),
+            # seed 2 at init chaotic: its non-linear IIA moves by 0.1 under the nudge
+            "random": condition([0.5, 0.4], [0.5, 0.6], [0.6, 0.95], [0.0, 0.1]),
         },
     }
 
@@ -191,8 +204,8 @@ def test_the_section_and_the_headline_read_the_document():
         {
             "iia_trained_linear": 0.95,
             "iia_trained_nonlinear": 0.975,
-            "iia_random_linear": 0.55,
-            "iia_random_nonlinear": 0.775,
+            "iia_random_linear": 0.5,  # the stable run alone: the chaotic one decides nothing
+            "iia_random_nonlinear": 0.6,
         }
     )
     text = abstraction_section(document)
@@ -200,3 +213,48 @@ def test_the_section_and_the_headline_read_the_document():
     assert "Most so: seed 2 (accuracy 0.4000, IIA 0.6000 linear, 0.9500 non-linear)" in text
     assert "the non-linear map 0.7750 (1 of 2)" in text  # random runs at 0.9 or above
     assert "run 1 0.9000 / 0.9500 trained, 0.5000 / 0.6000 at init" in text
+    assert "at init (random) rotation + RevNet: 1 of 2 (seeds 2; IIA moved up to 0.1000)" in text
+    assert "at init (random) 1 runs, IIA 0.5000 / 0.6000, gain 0.1000" in text
+
+
+def test_the_summary_keeps_chaotic_runs_out_of_the_stable_means():
+    """Seed 8's non-linear IIA moved under the nudge: the stable means are seed 7's."""
+    iia = torch.tensor([0.8, 0.6], dtype=torch.float64)
+    still, moved = torch.zeros(2, dtype=torch.float64), torch.tensor([0.0, 0.05])
+    scores = {
+        "trained": {"linear": (iia, iia, still), "nonlinear": (iia + 0.1, iia, moved.double())}
+    }
+    settings = validate({}).abstraction
+    document = abstraction.summary(scores, {"trained": iia}, [7, 8], settings, 20, 0)
+    entry = document["conditions"]["trained"]
+    assert entry["linear"]["chaotic_seeds"] == [] and entry["nonlinear"]["chaotic_seeds"] == [8]
+    assert entry["nonlinear"]["max_iia_moved"] == pytest.approx(0.05)
+    assert entry["stable"]["seeds"] == [7]
+    assert entry["stable"]["iia_linear"] == pytest.approx(0.8)
+    assert entry["stable"]["iia_nonlinear"] == pytest.approx(0.9)
+    assert entry["stable"]["nonlinear_gain"] == pytest.approx(0.1)
+
+
+def test_a_signal_stops_the_fit_within_a_step():
+    """SIGTERM set the stop flag; the fit used to run its every epoch first."""
+    from pipeline.models import threads
+
+    params = interface.init_params(20260218, [1], ModelConfig(), 4)
+    context = torch.zeros(1, 2, 3, dtype=torch.float64)
+    phi = abstraction.initial_map([1], 0, 3, 1, 4, 1)
+    threads.stop()
+    try:
+        with pytest.raises(threads.JobsStopped):
+            abstraction.fit(params, phi, context, context, torch.ones(2), 10**5, 0.05)
+    finally:
+        threads._stopping.clear()
+
+
+def test_a_diverged_fit_is_refused_naming_the_learning_rate():
+    from pipeline.errors import DivergenceError
+
+    phi = abstraction.initial_map([1], 0, 3, 1, 4, 1)
+    broken = abstraction.AlignmentMap(phi.skew * float("inf"), phi.blocks, phi.dims)
+    with pytest.raises(DivergenceError, match=r"abstraction\.lr=1e\+300"):
+        abstraction.check_finite_map(broken, 1e300)
+    abstraction.check_finite_map(phi, 0.05)  # a finite map passes

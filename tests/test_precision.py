@@ -98,3 +98,12 @@ def test_no_committed_number_carries_more_than_the_written_decimals(path):
     records' params are the config's own values, and their outputs are hashes)."""
     too_long = [v for v in floats_in(path) if v == v and decimals(v) > DECIMALS]
     assert not too_long, f"{path}: {too_long[:5]}"
+
+
+def test_a_rounded_zero_is_positive_whatever_the_sign_of_its_last_bits():
+    tiny = -1e-17  # another CPU's noise around a zero
+    settled = precision.settle(torch.tensor([tiny], dtype=torch.float64))
+    frame = precision.rounded_frame(pd.DataFrame({"x": [tiny]}))
+    for zero in (precision.rounded(tiny), float(settled), float(frame["x"].iloc[0])):
+        assert np.copysign(1.0, zero) == 1.0
+    assert precision.rounded(-0.25) == -0.25

@@ -166,7 +166,11 @@ CASES = {
     "abstraction.pairs": ("0", "abstraction.pairs=0: must be an integer >= 1", "an integer >= 1"),
     "abstraction.pair_seed": ("-1", f"abstraction.pair_seed=-1: must be {SEEDS}", SEEDS),
     "abstraction.map_seed": ("-1", f"abstraction.map_seed=-1: must be {SEEDS}", SEEDS),
-    "abstraction.epochs": ("0", "abstraction.epochs=0: must be an integer >= 1", "an integer >= 1"),
+    "abstraction.epochs": (
+        "8589934592",  # accepted before, and ran without end
+        "abstraction.epochs=8589934592: must be an integer in 1..100000",
+        "an integer in 1..100000",
+    ),
     "abstraction.lr": (
         "0",
         "abstraction.lr=0.0: must be a finite number > 0",

@@ -105,7 +105,9 @@ RANGES: dict[str, Range] = {
     "abstraction.hidden": at_least(1),
     "abstraction.blocks": at_least(1),
     "abstraction.pairs": at_least(1),
-    "abstraction.epochs": at_least(1),
+    "abstraction.epochs": Range(
+        1, MAX_EPOCHS, integer=True, why="each step of the maps' fit runs in turn"
+    ),
     "abstraction.lr": POSITIVE,
     "abstraction.implements": Range(0, 1, open_low=True),
     "roar.seeds": at_least(2),

@@ -41,8 +41,11 @@ import torch
 
 from pipeline import ties
 from pipeline.analysis import stats
+from pipeline.errors import DivergenceError
 from pipeline.models import interface
 from pipeline.models.parameters import Params
+from pipeline.models.threads import check_stopped
+from pipeline.precision import DECIMALS, settle
 
 
 def context_vectors(params: Params, inputs: torch.Tensor) -> torch.Tensor:
@@ -163,11 +166,17 @@ def fit(
 ) -> AlignmentMap:
     """Train phi on training pairs (contexts (S, P, d), counterfactual labels (P,)):
     full-batch Adam on the sum over runs of each run's mean binary cross-entropy, so
-    each run's gradient is its own (Adam is elementwise). The model stays fixed."""
-    tensors = [t.detach().clone().requires_grad_(True) for t in phi.tensors()]
+    each run's gradient is its own (Adam is elementwise). The model stays fixed.
+
+    Every step's map is settled at the written precision (pipeline/precision.py), as
+    the debate's training is: the non-linear map's fit amplifies a last bit into
+    another map (docs/field.md, "A chaotic fit"), so another CPU's last bits must not
+    outlive a step. A map that reaches NaN or inf raises DivergenceError."""
+    tensors = [settle(t).detach().clone().requires_grad_(True) for t in phi.tensors()]
     optimizer = torch.optim.Adam(tensors, lr=lr)
     labels = target.to(base.dtype).expand(base.shape[:-1])
     for _ in range(epochs):
+        check_stopped()  # a SIGTERM ends the stage within a step, not after the fit
         optimizer.zero_grad()
         current = _with_tensors(phi, tensors)
         logits = intervened_logits(params, current, base, source)
@@ -176,7 +185,22 @@ def fit(
         )
         loss.mean(-1).sum().backward()
         optimizer.step()
-    return _with_tensors(phi, [t.detach() for t in tensors])
+        with torch.no_grad():
+            for tensor in tensors:
+                tensor.copy_(settle(tensor))
+    fitted = _with_tensors(phi, [t.detach() for t in tensors])
+    check_finite_map(fitted, lr)
+    return fitted
+
+
+def check_finite_map(phi: AlignmentMap, lr: float) -> None:
+    """A diverged fit is refused, not scored: its IIA would be a constant's."""
+    finite = torch.stack([t.isfinite().flatten(1).all(1) for t in phi.tensors()]).all(0)
+    if not bool(finite.all()):
+        raise DivergenceError(
+            f"the alignment map's fit diverged: {int((~finite).sum())} of {finite.numel()} "
+            f"runs reached NaN or inf (abstraction.lr={lr}); lower abstraction.lr"
+        )
 
 
 def _with_tensors(phi: AlignmentMap, tensors: list[torch.Tensor]) -> AlignmentMap:
@@ -212,6 +236,7 @@ def training_pairs(examples: int, pairs: int, pair_seed: int) -> tuple[np.ndarra
 MAPS = ("linear", "nonlinear")
 LAYOUT = ["Wk", "Wv", "q", "w", "b"]  # the lesson's parameters: one pooling over the inputs
 CONDITIONS = ("trained", "random")  # each run after training, and at its init
+NUDGE = 10.0**-DECIMALS  # one unit of the written precision
 
 
 @dataclass(frozen=True)
@@ -222,11 +247,13 @@ class Split:
 
 def measure_runs(
     params: Params, seeds: list[int], train: Split, heldout: Split, settings
-) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """{map: (IIA, IIA on pairs whose labels differ)}, (S,) each, for S runs: each map
-    fitted on `settings.pairs` training pairs, scored on every held-out pair.
-    `settings`: the abstraction config (dims, hidden, blocks, pairs, pair_seed,
-    map_seed, epochs, lr)."""
+) -> dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """{map: (IIA, IIA on pairs whose labels differ, IIA's move)}, (S,) each, for S
+    runs: each map fitted on `settings.pairs` training pairs, scored on every held-out
+    pair; the move is |IIA - IIA of the same fit from a start nudged by one unit of
+    the written precision| (`nudged_start`), the seed's sensitivity to a last bit
+    that survived settling. `settings`: the abstraction config (dims, hidden, blocks,
+    pairs, pair_seed, map_seed, epochs, lr)."""
     fitted_on = context_vectors(params, train.inputs)  # (S, N_train, d)
     scored_on = context_vectors(params, heldout.inputs)
     base, source = training_pairs(train.labels.shape[0], settings.pairs, settings.pair_seed)
@@ -238,8 +265,9 @@ def measure_runs(
         settings.hidden,
         settings.blocks,
     )
-    scores = {}
-    for name, phi in zip(MAPS, (linear_part(start), start), strict=True):
+    nudged = nudged_start(start, seeds, settings.map_seed)
+
+    def score(phi: AlignmentMap) -> tuple[torch.Tensor, torch.Tensor]:
         phi = fit(
             params,
             phi,
@@ -249,16 +277,37 @@ def measure_runs(
             settings.epochs,
             settings.lr,
         )
-        scores[name] = interchange_accuracy(params, phi, scored_on, heldout.labels)
+        return interchange_accuracy(params, phi, scored_on, heldout.labels)
+
+    scores = {}
+    for name, phi, moved in zip(
+        MAPS, (linear_part(start), start), (linear_part(nudged), nudged), strict=True
+    ):
+        iia, changed = score(phi)
+        scores[name] = (iia, changed, (iia - score(moved)[0]).abs())
     return scores
 
 
+def nudged_start(phi: AlignmentMap, seeds: list[int], map_seed: int) -> AlignmentMap:
+    """phi with every entry moved by NUDGE, up or down by a coin of the run's own
+    default_rng([map_seed, run seed, 1]): the smallest change a settled map can show,
+    as a last bit that crossed a rounding boundary on another machine would make."""
+    draws = [np.random.default_rng([map_seed, seed, 1]) for seed in seeds]
+    moved = [
+        t + NUDGE * torch.tensor(np.stack([rng.choice([-1.0, 1.0], t.shape[1:]) for rng in draws]))
+        for t in phi.tensors()
+    ]
+    return _with_tensors(phi, moved)
+
+
 def join_blocks(
-    blocks: list[dict[str, tuple[torch.Tensor, torch.Tensor]]],
-) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    blocks: list[dict[str, tuple[torch.Tensor, ...]]],
+) -> dict[str, tuple[torch.Tensor, ...]]:
     """`measure_runs`' results of consecutive blocks of runs as one."""
     return {
-        name: tuple(torch.cat([block[name][i] for block in blocks]) for i in range(2))
+        name: tuple(
+            torch.cat(parts) for parts in zip(*(block[name] for block in blocks), strict=True)
+        )
         for name in MAPS
     }
 
@@ -281,7 +330,7 @@ def seed_interval(values: torch.Tensor, resamples: int, bootstrap_seed: int) -> 
 
 
 def summary(
-    scores: dict[str, dict[str, tuple[torch.Tensor, torch.Tensor]]],
+    scores: dict[str, dict[str, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]],
     accuracy: dict[str, torch.Tensor],
     seeds: list[int],
     settings,
@@ -290,23 +339,52 @@ def summary(
 ) -> dict:
     """The document: per condition (trained, random) its held-out accuracy and per map
     the IIA over runs (all pairs, and pairs whose labels differ), the share of runs
-    at abstraction.implements or above, and the non-linear map's paired gain."""
+    at abstraction.implements or above, the chaotic runs (an IIA that a NUDGE of the
+    map's start moves) and the non-linear map's paired gain; then the same means over
+    the stable runs (chaotic under neither map), which the headline reports, so that
+    no chaotic run decides it."""
     document: dict = {"seeds": seeds, "implements": settings.implements, "conditions": {}}
     for condition, maps in scores.items():
         entry: dict = {
             "heldout_accuracy": seed_interval(accuracy[condition], resamples, bootstrap_seed),
             "per_seed_heldout_accuracy": accuracy[condition].tolist(),
         }
-        for name, (iia, changed) in maps.items():
+        stable = torch.ones(len(seeds), dtype=torch.bool)
+        for name, (iia, changed, moved) in maps.items():
             implements = ~ties.below(iia, settings.implements)
+            chaotic = ties.above(moved, 0.0)
+            stable &= ~chaotic
             entry[name] = {
                 "iia": seed_interval(iia, resamples, bootstrap_seed),
                 "iia_changed": seed_interval(changed, resamples, bootstrap_seed),
                 "share_implements": float(implements.to(torch.float64).mean()),
+                "chaotic_seeds": [
+                    seed for seed, bad in zip(seeds, chaotic.tolist(), strict=True) if bad
+                ],
+                "max_iia_moved": float(moved.max()),
                 "per_seed_iia": iia.tolist(),
                 "per_seed_iia_changed": changed.tolist(),
+                "per_seed_iia_moved": moved.tolist(),
             }
         gain = maps["nonlinear"][0] - maps["linear"][0]
         entry["nonlinear_gain"] = seed_interval(gain, resamples, bootstrap_seed)
+        entry["stable"] = stable_means(maps, stable, seeds)
         document["conditions"][condition] = entry
     return document
+
+
+def stable_means(
+    maps: dict[str, tuple[torch.Tensor, ...]], stable: torch.Tensor, seeds: list[int]
+) -> dict:
+    """The runs chaotic under neither map: their seeds, and per map their mean IIA and
+    the non-linear map's mean gain (None where no run is stable)."""
+    runs = int(stable.sum())
+
+    def mean(values: torch.Tensor) -> float | None:
+        return float(values[stable].mean()) if runs else None
+
+    return {
+        "seeds": [seed for seed, keep in zip(seeds, stable.tolist(), strict=True) if keep],
+        **{f"iia_{name}": mean(iia) for name, (iia, *_) in maps.items()},
+        "nonlinear_gain": mean(maps["nonlinear"][0] - maps["linear"][0]),
+    }

@@ -16,12 +16,15 @@ from pipeline.analysis import registry
 ATTENTION_NUMBERS = ("tau_loo", "hit_at_1")
 
 
-def headline_numbers(abstraction: dict) -> dict[str, float]:
-    """The abstraction stage's mean IIA per condition (trained, random) and map."""
+def headline_numbers(abstraction: dict) -> dict[str, float | None]:
+    """The abstraction stage's mean IIA per condition (trained, random) and map, over
+    the stable runs: a run whose IIA a nudge of the map's start moves (a chaotic fit,
+    docs/field.md) does not decide a headline; left out where no run is stable."""
     return {
-        f"iia_{condition}_{name}": entry[name]["iia"]["mean"]
+        f"iia_{condition}_{name}": entry["stable"][f"iia_{name}"]
         for condition, entry in abstraction["conditions"].items()
         for name in ("linear", "nonlinear")
+        if entry["stable"][f"iia_{name}"] is not None
     }
 
 
