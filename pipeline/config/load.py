@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 from pipeline.config.checks import validate
 from pipeline.config.readings import check_one_reading, yaml_1_1
 from pipeline.config.schema import CONF_DIR, PARAMS_FILE, PROJECT_ROOT, Config
+from pipeline.config.store_choice import check_store_choice, project_roots
 from pipeline.errors import ConfigError, PipelineError
 
 
@@ -195,9 +196,11 @@ def load_params(path: Path | None = None) -> Config:
         raise ConfigError(yaml_error(path, err)) from None
     check_one_reading(text, read, _shown(path))  # DVC reads it as YAML 1.2
     try:
-        return validate(raw)
+        cfg = validate(raw)
     except ConfigError as err:
         raise ConfigError(f"{err}{_rejected_value_hint(path)}") from None
+    check_store_choice(cfg.tracking.uri, project_roots(path.absolute().parent), "params.yaml")
+    return cfg
 
 
 def _check_shape(path: Path, document: Any) -> None:
