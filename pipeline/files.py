@@ -340,6 +340,19 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 
 def read_parquet(path: Path) -> pd.DataFrame:
+    """The table in `path`; one that is not a Parquet file (half a file whose record
+    was rewritten with it, a checkout of a damaged cache) is one line naming the file,
+    where pyarrow raised 29 lines."""
     import pandas as pd
+    import pyarrow as pa
 
-    return pd.read_parquet(require(path))
+    try:
+        return pd.read_parquet(require(path))
+    except (pa.ArrowException, OSError, ValueError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        wrong = " ".join(str(err).split()) or type(err).__name__
+        raise ConfigError(
+            f"{path} is not a readable Parquet file ({wrong}): rerun the stage that writes "
+            f"it (`dvc repro --force` of its stage), or `dvc checkout {path}`"
+        ) from None

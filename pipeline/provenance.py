@@ -171,7 +171,10 @@ def read_record(cfg: Config, stage: str) -> dict:
         record = read_json(path)
     except ValueError:
         record = None
-    if not isinstance(record, dict) or not isinstance(record.get("params"), dict):
+    shaped = isinstance(record, dict) and all(
+        isinstance(record.get(key), dict) for key in ("params", "outputs")
+    )
+    if not shaped:
         raise ConfigError(
             f"{path} is not a provenance record (not the JSON the {stage} stage writes): "
             f"rerun `dvc repro --force -s {stage}`, then `dvc repro`"
@@ -187,14 +190,57 @@ FIELD_DOCUMENTS = {
 }
 
 
+# Each field document's top-level keys and their JSON types: what the report and track
+# stages read. A document of another shape (valid JSON, edited, or recorded with a
+# rewritten record) was a KeyError or TypeError in them.
+FIELD_SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
+    "erasure": {"runs": dict, "study": dict},
+    "abstraction": {"seeds": list, "implements": (int, float), "conditions": dict},
+    "roar": {
+        "seeds": int,
+        "removed_reading": (int, float),
+        "removed_steps": dict,
+        "majority_share": (int, float),
+        "unmodified": dict,
+        "rankings": dict,
+        "at_chance_from": dict,
+        "leaks": dict,
+        "smoothing": dict,
+        "headline": dict,
+    },
+}
+
+
+def check_field_shape(stage: str, path: Path, document: Any) -> None:
+    """Refuse a field document without the keys and types its readers take, in one line."""
+    shape = FIELD_SHAPES[stage]
+    if not isinstance(document, dict):
+        wrong = f"a JSON {type(document).__name__}, not an object"
+    else:
+        bad = [
+            key
+            for key, kind in shape.items()
+            if not isinstance(document.get(key), kind) or isinstance(document.get(key), bool)
+        ]
+        if not bad:
+            return
+        wrong = f"{', '.join(bad)} missing or of another type"
+    raise ConfigError(
+        f"{path} is not the document the {stage} stage writes ({wrong}; it writes an "
+        f"object of {', '.join(shape)}): rerun `dvc repro --force -s {stage}`"
+    )
+
+
 def field_documents(cfg: Config) -> dict[str, Any]:
     """Each field stage's document by stage, None where that stage has not run (the
     report and track stages show what there is; a stale one is refused by
-    verify_inputs, since the folder is their dep)."""
+    verify_inputs, since the folder is their dep), each of its stage's shape."""
     documents = {}
     for stage, name in FIELD_DOCUMENTS.items():
         path = Path(getattr(cfg.paths, stage)) / name
         documents[stage] = read_json(path) if path.exists() else None
+        if documents[stage] is not None:
+            check_field_shape(stage, path, documents[stage])
     return documents
 
 

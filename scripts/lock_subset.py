@@ -12,11 +12,18 @@ writes them (scripts/lock.sh).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from importlib.metadata import PackageNotFoundError, version
 
-from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+# The standard library only: it runs in a fresh venv that has torch and nothing else
+# (gpu_check.sh's KEEP_INSTALLED=1 without CUDA torch failed importing `packaging`).
+NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")  # PEP 508's name
+
+
+def canonicalize_name(name: str) -> str:
+    """PEP 503's normalised name: runs of -, _ and . are one -, lower case."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def entries(text: str) -> list[tuple[str, str]]:
@@ -24,7 +31,7 @@ def entries(text: str) -> list[tuple[str, str]]:
     found: list[tuple[str, list[str]]] = []
     for line in text.splitlines(keepends=True):
         if line[:1].isalnum():
-            name = Requirement(line.split()[0].rstrip("\\")).name
+            name = NAME.match(line)[0]
             found.append((canonicalize_name(name), [line]))
         elif found and line.startswith(" ") and not line.lstrip().startswith("#"):
             found[-1][1].append(line)

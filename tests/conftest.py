@@ -165,6 +165,7 @@ def run_entry(capsys, monkeypatch):
     from pipeline.stages import entry
 
     monkeypatch.setattr(files, "watch_launcher", lambda: None)
+    monkeypatch.setattr(sys, "argv", ["stage"])  # as DVC runs it: no arguments
 
     def run(main) -> tuple[int | str | None, str]:
         handlers = {signum: signal.getsignal(signum) for signum in (signal.SIGINT, signal.SIGTERM)}

@@ -9,11 +9,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import pytest
 
 from pipeline import files, provenance
-from pipeline.config import compose, validate
+from pipeline.config import PROJECT_ROOT, compose, validate
 from pipeline.errors import ConfigError, OutputError
 
 
@@ -126,3 +127,124 @@ def test_pipeline_ui_on_another_user_s_login_folder_is_one_line(tmp_path, monkey
         "to root): start it as that user, whose login it is; other users reach the runs "
         "through a tracking server (python -m pipeline server)"
     )
+
+
+def test_a_truncated_parquet_is_one_line(tmp_path):
+    """Issue 60, case 12: half a parquet file whose provenance record was rewritten with
+    it (or a checkout of a damaged cache) was a 29-line pyarrow traceback."""
+    import pandas as pd
+
+    path = tmp_path / "sequences.parquet"
+    files.write_parquet(path, pd.DataFrame({"a": range(100), "b": [0.5] * 100}))
+    whole = path.read_bytes()
+    for damaged in (whole[: len(whole) // 2], whole[:-3], b""):
+        path.write_bytes(damaged)
+        with pytest.raises(ConfigError) as err:
+            files.read_parquet(path)
+        assert str(err.value).startswith(f"{path} is not a readable Parquet file (")
+        assert "\n" not in str(err.value)
+    with pytest.raises(FileNotFoundError, match="missing"):  # a missing one says so
+        files.read_parquet(tmp_path / "none.parquet")
+
+
+def test_a_provenance_record_of_the_wrong_shape_is_one_line(tmp_path, monkeypatch, small_cfg):
+    """Issue 60, case 12: valid JSON with the right params and no `outputs` (or a list)
+    was a KeyError (a TypeError) in every later stage."""
+    monkeypatch.chdir(tmp_path)
+    record = provenance.record_path(small_cfg, "generate")
+    record.parent.mkdir(parents=True)
+    params = provenance.stage_params(small_cfg, "generate")
+    for outputs in ({}, {"outputs": ["data/sequences.parquet"]}, {"outputs": None}):
+        record.write_text(json.dumps({"stage": "generate", "params": params, **outputs}))
+        with pytest.raises(ConfigError) as err:
+            provenance.verify_inputs(small_cfg, "train")
+        assert str(err.value) == (
+            f"{record} is not a provenance record (not the JSON the generate stage "
+            "writes): rerun `dvc repro --force -s generate`, then `dvc repro`"
+        )
+
+
+@pytest.mark.parametrize("stage", ["erasure", "abstraction", "roar"])
+def test_a_field_document_of_the_wrong_shape_is_one_line(tmp_path, monkeypatch, small_cfg, stage):
+    """Issue 60, case 12: a field stage's document that is valid JSON of another shape
+    was a KeyError or TypeError in the report and track stages."""
+    monkeypatch.chdir(tmp_path)
+    path = Path(getattr(small_cfg.paths, stage)) / provenance.FIELD_DOCUMENTS[stage]
+    path.parent.mkdir(parents=True)
+    committed = json.loads((PROJECT_ROOT / path).read_text())
+    key = next(iter(committed))
+    for document in ([], {}, {**committed, key: "text"}, "text"):
+        path.write_text(json.dumps(document))
+        with pytest.raises(ConfigError) as err:
+            provenance.field_documents(small_cfg)
+        text = str(err.value)
+        assert text.startswith(f"{path} is not the document the {stage} stage writes (")
+        assert text.endswith(f"rerun `dvc repro --force -s {stage}`") and "\n" not in text
+    path.write_text(json.dumps(committed))
+    assert provenance.field_documents(small_cfg)[stage] == committed
+
+
+def test_lock_subset_needs_only_the_standard_library():
+    """Issue 60, case 12: `KEEP_INSTALLED=1 bash scripts/gpu_check.sh` without CUDA torch
+    runs lock_subset.py in a venv with torch alone: ModuleNotFoundError: packaging."""
+    result = subprocess.run(
+        [sys.executable, "-S", "scripts/lock_subset.py", "requirements.lock", "--missing"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    lock = (PROJECT_ROOT / "requirements.lock").read_text()
+    pins = [line for line in lock.splitlines() if line[:1].isalnum()]
+    assert [line for line in result.stdout.splitlines() if line[:1].isalnum()] == pins
+    only = subprocess.run(
+        [sys.executable, "-S", "scripts/lock_subset.py", "requirements-dev.lock", "--only",
+         "pytest", "Pluggy", "iniconfig"],
+        cwd=PROJECT_ROOT, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    names = [line.split("==")[0] for line in only.stdout.splitlines() if line[:1].isalnum()]
+    assert names == ["iniconfig", "pluggy", "pytest"]
+
+
+def test_lock_subset_names_are_packaging_s():
+    """Its own name parser reads every entry of the locks as `packaging` does."""
+    import importlib.util
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    spec = importlib.util.spec_from_file_location(
+        "lock_subset", PROJECT_ROOT / "scripts/lock_subset.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for lock in ("requirements.lock", "requirements-dev.lock"):
+        text = (PROJECT_ROOT / lock).read_text()
+        expected = [
+            canonicalize_name(Requirement(line.split()[0].rstrip("\\")).name)
+            for line in text.splitlines()
+            if line[:1].isalnum()
+        ]
+        assert [name for name, _ in module.entries(text)] == expected
+
+
+def test_a_cpu_window_cell_with_numba_shadowed_is_one_line(monkeypatch):
+    """Issue 60, case 12: a `numba.py` in the working folder made the CPU window cell a
+    32-line traceback (the CUDA path already fell back in one)."""
+    import types
+
+    import torch
+
+    from pipeline.errors import PipelineError
+    from pipeline.models import window
+
+    monkeypatch.setitem(sys.modules, "numba", types.ModuleType("numba"))  # no njit
+    monkeypatch.delitem(sys.modules, "pipeline.models.window_kernel", raising=False)
+    inputs = torch.zeros(2, 12, 2, dtype=torch.float64)
+    with pytest.raises(PipelineError) as err:
+        window.gradient_step(inputs, torch.zeros(2, dtype=torch.float64))
+    assert str(err.value).startswith(
+        "the window model's CPU kernel needs numba, which does not import here (ImportError: "
+        "cannot import name 'njit' from 'numba'"
+    )
+    assert "\n" not in str(err.value)

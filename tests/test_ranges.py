@@ -188,7 +188,11 @@ CASES = {
         "roar.fractions=1.0: each fraction must be in (0, 1)",
         "each fraction in (0, 1)",
     ),
-    "roar.window": ("4", "roar.window=4: must be an odd integer >= 3", "an odd integer >= 3"),
+    "roar.window": (
+        "4",
+        "roar.window=4: must be an odd integer in 3..23",
+        "an odd integer in 3..2*data.steps-1",
+    ),
 }
 
 

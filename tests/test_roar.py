@@ -269,3 +269,41 @@ def test_the_report_section_says_when_roar_misses_the_known_answer():
     text = roar_section(document)
     assert "does not reach chance: the known answer is that it should" in text
     assert "no ranking's choice of the other steps leaked the label" in text
+
+
+@pytest.mark.parametrize("fractions", ["[0.04]", "[0.04166666,0.0416667]", "[0.1,0.12]"])
+def test_fractions_that_remove_no_step_or_the_same_steps_are_refused_before_any_work(
+    fractions, tmp_path, monkeypatch, run_entry
+):
+    """Issue 60, case 4: 0.04 removes 0 of 12 steps (drops of 0 were published), and
+    0.04166666 and 0.0416667 (or 0.1 and 0.12) remove as many steps: one output key."""
+    from pipeline.config.load import composed_yaml
+    from pipeline.stages import roar as stage
+
+    (tmp_path / "params.yaml").write_text(composed_yaml([f"roar.fractions={fractions}"]))
+    monkeypatch.chdir(tmp_path)
+    code, err = run_entry(stage.main)
+    assert code == 1 and err.count("\n") == 1, err
+    assert err.startswith("error: invalid config value roar.fractions=[0."), err
+    assert "allowed: fractions n/12 for distinct n in 1..11 (0.08333 removes 1)" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]
+
+
+def test_fractions_are_checked_where_roar_runs_not_for_every_data_steps():
+    """The default fractions remove 0 of data.steps=2 steps: a run that never removes
+    (the lesson, `python -m pipeline.run`) is not refused for it."""
+    cfg = validate(compose(["data.steps=2", "data.first_marked_step=1"]))
+    with pytest.raises(ConfigError, match=r"roar\.fractions=.*\(k\*2 rounded: \[0, 1, 1, 1, 2\]\)"):
+        roar.check_roar_fractions(cfg)
+
+
+def test_a_window_wider_than_the_sequence_is_refused_in_one_line():
+    """Issue 60, case 7: roar.window=8589934591 passed the check, then torch's pooling
+    overflowed in a 23-line traceback; 2 data.steps - 1 already averages every step
+    over the whole sequence."""
+    refusal = r"roar\.window=8589934591: must be an odd integer in 3\.\.23 "
+    with pytest.raises(ConfigError, match=refusal):
+        validate(compose(["roar.window=8589934591"]))
+    assert validate(compose(["roar.window=23"])).roar.window == 23
+    smoothed = roar.smoothed(torch.arange(12.0, dtype=torch.float64)[None], 23)
+    assert torch.allclose(smoothed, torch.full((1, 12), 66.0 / 23, dtype=torch.float64))

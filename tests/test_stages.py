@@ -324,3 +324,23 @@ def test_no_file_is_published_once_the_launcher_is_gone(tmp_path, monkeypatch):
     monkeypatch.setattr(files, "_launcher", (os.getppid(),))
     files.write_json(target, {"new": 2})
     assert json.loads(target.read_text()) == {"new": 2}
+
+
+def test_a_stage_refuses_any_argument_in_one_line(tmp_path):
+    """Issue 60, case 13: `python -m pipeline.stages.roar roar.seeds=1` ignored its
+    argument (even an invalid one), ran on params.yaml's values and exited 0."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    result = subprocess.run(
+        [sys.executable, "-m", "pipeline.stages.roar", "roar.seeds=1"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 1
+    assert result.stderr == (
+        "error: python -m pipeline.stages.roar takes no arguments (got 'roar.seeds=1'): a "
+        "stage reads params.yaml only; set the value in conf/ and run `python -m "
+        "pipeline.params`, or use `dvc exp run -S KEY=VALUE`\n"
+    )
+    assert list(tmp_path.iterdir()) == []

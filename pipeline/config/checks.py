@@ -11,6 +11,7 @@ the checks across keys, the MLflow settings, and their order.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from dataclasses import fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
@@ -150,15 +151,48 @@ def _check_training(cfg: Config) -> None:
     )
 
 
+def removed_count(fraction: float, steps: int) -> int:
+    """The steps a fraction k of `steps` removes: k T to the nearest whole step, halves
+    up (rounded to 9 decimals first, so 0.3 * 10 is 3, not 3.0000000000000004)."""
+    return math.floor(round(fraction * steps, 9) + 0.5)
+
+
 def _check_roar(cfg: Config) -> None:
     """Remove and retrain's lists and window (each fraction's range: ranges.py); the
-    smoothed explainers' names are checked where the battery's rows are known
-    (pipeline/field/roar.py)."""
-    fractions, window = list(cfg.roar.fractions), cfg.roar.window
+    fractions' step counts where the roar stage runs (`check_roar_fractions`), the
+    smoothed explainers' names where the battery's rows are known
+    (pipeline/field/roar.py). A window of 2 T - 1 already averages the whole sequence
+    at every step; a wider one only overflowed torch's pooling (a traceback)."""
+    fractions, window, steps = list(cfg.roar.fractions), cfg.roar.window, cfg.data.steps
     check(fractions != [], "roar.fractions", "must list at least one fraction", [])
     increasing = fractions == sorted(set(fractions))
     check(increasing, "roar.fractions", "must be increasing, without repeats", fractions)
-    check(window >= 3 and window % 2 == 1, "roar.window", "must be an odd integer >= 3", window)
+    check(
+        3 <= window <= 2 * steps - 1 and window % 2 == 1,
+        "roar.window",
+        f"must be an odd integer in 3..{2 * steps - 1} (2 data.steps - 1: a window that "
+        "wide averages the whole sequence at every step)",
+        window,
+    )
+
+
+def check_roar_fractions(cfg: Config) -> None:
+    """Each of roar.fractions removes its own number of steps (`removed_count`), at least
+    one: a fraction is a number of steps and a key of metrics.json (`{k:g}`), so one
+    that removed no step published drops of 0, and two that removed the same steps,
+    or printed alike, became one key. Checked by the roar stage, the one that reads
+    them: another `data.steps` (2, say) is no reason to refuse a run that never removes."""
+    fractions, steps = list(cfg.roar.fractions), cfg.data.steps
+    counts = [removed_count(k, steps) for k in fractions]
+    distinct = 0 not in counts and len(set(counts)) == len(counts)
+    check(
+        distinct and len({f"{k:g}" for k in fractions}) == len(fractions),
+        "roar.fractions",
+        f"each fraction k must remove at least one of the data.steps={steps} steps and "
+        f"a different number from the others (k*{steps} rounded: {counts}); allowed: "
+        f"fractions n/{steps} for distinct n in 1..{steps - 1} ({1 / steps:.4g} removes 1)",
+        fractions,
+    )
 
 
 # MLflow's limit on an experiment's name (mlflow.utils.validation, 2.7 s to import:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import sys
@@ -15,7 +14,9 @@ import yaml
 from omegaconf import DictConfig, OmegaConf
 
 from pipeline.config.checks import validate
+from pipeline.config.readings import check_one_reading, yaml_1_1
 from pipeline.config.schema import CONF_DIR, PARAMS_FILE, PROJECT_ROOT, Config
+from pipeline.config.store_choice import check_store_choice, project_roots
 from pipeline.errors import ConfigError, PipelineError
 
 
@@ -120,9 +121,11 @@ def check_conf_yaml(conf_dir: Path = CONF_DIR) -> None:
     for path in sorted(conf_dir.rglob("*.yaml")):
         text = checked_yaml(path)
         try:
-            yaml.safe_load(text)  # what the events do not see: a tag, a duplicate anchor
+            read = yaml_1_1(text)  # what the events do not see: a tag, a duplicate anchor
         except yaml.YAMLError as err:
             raise ConfigError(yaml_error(path, err)) from None
+        group = ".".join(path.parent.relative_to(conf_dir).parts)  # the keys' package
+        check_one_reading(text, read, _shown(path), group)
 
 
 def checked_yaml(path: Path) -> str:
@@ -186,14 +189,18 @@ def load_params(path: Path | None = None) -> Config:
         raise ConfigError(f"missing {path}: run `python -m pipeline.params` to write it")
     text = checked_yaml(path)
     try:
-        _check_shape(path, yaml.load(text, Loader=_LOADER))  # noqa: S506 (a safe loader)
-        raw = OmegaConf.load(io.StringIO(text))
+        read = yaml_1_1(text)
+        _check_shape(path, read)
+        raw = OmegaConf.create(read)  # what OmegaConf.load makes of it, parsed once
     except yaml.YAMLError as err:
         raise ConfigError(yaml_error(path, err)) from None
+    check_one_reading(text, read, _shown(path))  # DVC reads it as YAML 1.2
     try:
-        return validate(raw)
+        cfg = validate(raw)
     except ConfigError as err:
         raise ConfigError(f"{err}{_rejected_value_hint(path)}") from None
+    check_store_choice(cfg.tracking.uri, project_roots(path.absolute().parent), "params.yaml")
+    return cfg
 
 
 def _check_shape(path: Path, document: Any) -> None:

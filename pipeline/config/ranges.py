@@ -120,7 +120,7 @@ RELATIVE: dict[str, str] = {
     "data.first_marked_step": "an integer in 0..data.steps-1",
     "model.window": "an integer in 1..data.steps",
     "abstraction.dims": "an integer in 1..model.d_v-1",
-    "roar.window": "an odd integer >= 3",
+    "roar.window": "an odd integer in 3..2*data.steps-1",
     "train.seeds": "distinct integers, each in 0..4294967295 - data.seed",
     "faithfulness.randomisation_offset": (
         "an integer in study.seeds..2**32-1 - faithfulness.sanity_seeds"

@@ -47,8 +47,6 @@ Here (docs/field.md, "Remove and retrain"):
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 import torch
@@ -59,6 +57,7 @@ from pipeline.analysis import faithfulness, stats
 from pipeline.analysis.explainers import explain
 from pipeline.analysis.seed_study import train_sets
 from pipeline.config import Config, FaithfulnessConfig
+from pipeline.config.checks import check_roar_fractions, removed_count
 from pipeline.data import reading_columns, split_frame
 from pipeline.errors import ConfigError
 from pipeline.models import frames
@@ -70,12 +69,6 @@ MODEL_FREE = "model_free"  # the rankings that read no model, beside each rankin
 
 
 # --- masks, removal, smoothing ---------------------------------------------------------------
-
-
-def removed_count(fraction: float, steps: int) -> int:
-    """The steps a fraction k of `steps` removes: k T to the nearest whole step, halves
-    up (rounded to 9 decimals first, so 0.3 * 10 is 3, not 3.0000000000000004)."""
-    return math.floor(round(fraction * steps, 9) + 0.5)
 
 
 def top_mask(scores: torch.Tensor, count: int) -> torch.Tensor:
@@ -348,6 +341,7 @@ def summary(
 def run(cfg: Config, frame: pd.DataFrame, lesson: pd.DataFrame) -> dict:
     """The whole test: rankings of the lesson's runs (`lesson`: the parameters table,
     one row per train.seeds run), masks, retraining, metrics.json."""
+    check_roar_fractions(cfg)
     # Training and held-out sequences only: the validation split trains and scores nothing.
     used = frame[frame["split"].isin(["train", "heldout"])].reset_index(drop=True)
     masks = ranking_masks(cfg, used, lesson)

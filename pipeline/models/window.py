@@ -19,6 +19,7 @@ import math
 import torch
 
 from pipeline.config import ModelConfig
+from pipeline.errors import PipelineError
 from pipeline.models import cuda_launch
 from pipeline.models.attention import drop_steps_mask
 from pipeline.models.parameters import (
@@ -152,9 +153,23 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
     the fused kernel's step on the mean BCE."""
     if training_block(inputs) is None:
         return None
-    from pipeline.models.window_kernel import bce_head  # numba: 0.5 s to import
+    return kernel_step(inputs, cpu_kernel().bce_head(labels))
 
-    return kernel_step(inputs, bce_head(labels))
+
+def cpu_kernel():
+    """pipeline.models.window_kernel, numba's compiled loops (0.5 s to import, so on use).
+    Without an importable numba (a `numba.py` in the working folder shadowing it, a
+    broken install) one line: torch's autograd would train other bits than the kernel,
+    so there is no fallback here, where the CUDA path falls back to torch's ops."""
+    try:
+        from pipeline.models import window_kernel
+    except ImportError as err:
+        raise PipelineError(
+            f"the window model's CPU kernel needs numba, which does not import here "
+            f"({type(err).__name__}: {err}): remove what shadows it (a numba.py or numba/ "
+            "in the working folder or on PYTHONPATH) or reinstall requirements.lock"
+        ) from None
+    return window_kernel
 
 
 def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
@@ -182,8 +197,7 @@ def kernel_step(inputs: torch.Tensor, head):
     """`train.descend`'s step through the fused kernel with the pooling `head`: its
     gradients for A, u_k, u_v, beta and gamma, then by hand A = Wq^T Wk / sqrt(d_k),
     beta = Wv^T u_k, gamma = Wv^T u_v and the head's chain."""
-    from pipeline.models.window_kernel import logits_and_gradients
-
+    logits_and_gradients = cpu_kernel().logits_and_gradients
     threads = available()
 
     def step(params: Params) -> tuple[torch.Tensor, list[torch.Tensor]]:

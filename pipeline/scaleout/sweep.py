@@ -32,6 +32,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 from pipeline import files
 from pipeline.config import PROJECT_ROOT, Config, validate
 from pipeline.config.load import check_job_folder
+from pipeline.config.store_choice import check_store_choice, project_roots
 from pipeline.errors import ConfigError, OrphanedError, PipelineError
 from pipeline.files import read_json, write_json
 from pipeline.processes import descendants, process_start
@@ -92,6 +93,8 @@ def run_job(task: Callable[[Config], dict], raw: DictConfig) -> None:
         follow_sweep(record)
     try:
         cfg = validate(raw)
+        flag = any(o.split("=", 1)[0].lstrip("+~") == "tracking.uri" for o in record["overrides"])
+        check_store_choice(cfg.tracking.uri, project_roots(Path.cwd()), "conf/", flag)
         # torch: only where a job computes, once its config passed (a bad value is one
         # line at once, not after torch's start-up)
         from pipeline.memory import check_memory

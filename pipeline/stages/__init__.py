@@ -91,19 +91,36 @@ def cell_arguments(argv: list[str] | None, doc: str) -> tuple[str, str]:
     return args.task, args.variant
 
 
+def check_no_arguments(main: Callable[..., None], name: str) -> None:
+    """Refuse a command line to a stage that reads params.yaml only: `roar.seeds=1` was
+    ignored, and the stage ran its 37 s on params.yaml's values and exited 0. A stage
+    whose `main` takes `argv` (a grid or debate cell: TASK VARIANT) parses its own."""
+    import inspect
+
+    if sys.argv[1:] and "argv" not in inspect.signature(main).parameters:
+        given = " ".join(sys.argv[1:])
+        _fail(
+            f"error: python -m {name} takes no arguments (got {given!r}): a stage reads "
+            "params.yaml only; set the value in conf/ and run `python -m pipeline.params`, "
+            "or use `dvc exp run -S KEY=VALUE`",
+            1,
+        )
+
+
 def entry(main: Callable[[], None]) -> None:
     """Run a stage; expected failures become one line on stderr and exit code 1.
 
     Ctrl-C (130) and SIGTERM (143) also end it with one line. Once the process that
     started the stage is gone, the stage replaces no file (pipeline.files).
     """
+    module = sys.modules.get(main.__module__)
+    name = (getattr(module, "__spec__", None) and module.__spec__.name) or main.__module__
     if sys.argv[1:] in (["-h"], ["--help"]):  # answered without reading or writing
-        module = sys.modules.get(main.__module__)
         doc = (getattr(module, "__doc__", None) or "").strip()
-        name = getattr(module, "__spec__", None) and module.__spec__.name
-        print(f"usage: python -m {name or main.__module__}  (a DVC stage: `dvc repro` runs it)")
+        print(f"usage: python -m {name}  (a DVC stage: `dvc repro` runs it)")
         print(f"\n{doc}" if doc else "")
         sys.exit(0)
+    check_no_arguments(main, name)
     files.watch_launcher()
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)

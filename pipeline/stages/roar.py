@@ -11,6 +11,7 @@ from pathlib import Path
 
 from pipeline import provenance
 from pipeline.config import load_params
+from pipeline.config.checks import check_roar_fractions
 from pipeline.field import roar
 from pipeline.files import read_parquet, write_json
 from pipeline.memory import check_memory
@@ -19,6 +20,7 @@ from pipeline.stages import entry
 
 def main() -> None:
     cfg = load_params()
+    check_roar_fractions(cfg)  # each removes its own number of steps: before any work
     check_memory(cfg)  # before any work: the largest stage of this config fits
     provenance.verify_inputs(cfg, "roar")
     frame = read_parquet(cfg.paths.sequences)
