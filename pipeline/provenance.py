@@ -17,7 +17,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
+import re
 import shlex
+import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -125,6 +129,70 @@ def check_params_unchanged(cfg: Config, stage: str, now: Config | None = None) -
         raise ConfigError(
             f"params.yaml changed while the {stage} stage ran ({'; '.join(changes)}): "
             "not publishing outputs made from the old values; rerun `dvc repro`"
+        )
+    check_experiment_params(cfg, stage)
+
+
+# Under `dvc exp run` in the workspace, DVC points this ref at the experiment's stash
+# commit (its -S changes applied to params.yaml) and names the experiment in
+# $DVC_EXP_NAME and in that commit's message (`dvc-exp:REV:BASELINE:NAME`).
+EXPERIMENT_REF = "refs/exps/exec/EXEC_MERGE"
+EXPERIMENT_MESSAGE = re.compile(r"dvc-exp:[0-9a-f]+:[0-9a-f]+:(?P<name>[^:\n]*)")
+
+
+def check_experiment_params(cfg: Config, stage: str) -> None:
+    """Under `dvc exp run`, refuse to publish unless the workspace still runs this
+    experiment with its own params: a second `dvc exp run` started meanwhile is
+    refused as busy by DVC only after its `-S` rewrote params.yaml and its stash took
+    DVC's ref, and the first would otherwise run and log the second's change under
+    its own name. Outside an experiment, or where git or the ref is missing, there
+    is nothing to compare with."""
+    name = os.environ.get("DVC_EXP_NAME")
+    if not name:
+        return
+    root = os.environ.get("DVC_ROOT") or str(Path.cwd())
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", root, *args], capture_output=True, text=True, timeout=30
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout if done.returncode == 0 else None
+
+    if git("rev-parse", "--git-dir") is None:
+        return  # no git here to ask
+    message = git("log", "-1", "--format=%B", EXPERIMENT_REF)
+    if message is None:  # DVC keeps it while an experiment runs; a refused one removes it
+        raise ConfigError(
+            f"DVC's record of experiment {name} ({EXPERIMENT_REF}) is gone while its {stage} "
+            "stage ran: another `dvc exp run` started in this workspace and may have "
+            "rewritten params.yaml; not publishing (run one experiment at a time in a "
+            "workspace, or `dvc exp run --queue`)"
+        )
+    found = EXPERIMENT_MESSAGE.search(message)
+    if found and found["name"] != name:
+        raise ConfigError(
+            f"another `dvc exp run` ({found['name']}) took the workspace while experiment "
+            f"{name} ran its {stage} stage: its params are not {name}'s; not publishing "
+            "(run one experiment at a time in a workspace, or queue them: `dvc exp run --queue`)"
+        )
+    text = git("show", f"{EXPERIMENT_REF}:{PARAMS_FILE}")
+    if text is None:
+        return
+    from pipeline.config import load_params
+
+    with tempfile.TemporaryDirectory() as tmp:
+        intended_file = Path(tmp) / PARAMS_FILE
+        intended_file.write_text(text)
+        intended = load_params(intended_file)
+    changes = changed_keys(stage_params(intended, stage), stage_params(cfg, stage))
+    if changes:
+        raise ConfigError(
+            f"params.yaml is not experiment {name}'s ({'; '.join(changes)}): another "
+            f"`dvc exp run` rewrote it while {name} ran; the {stage} stage publishes "
+            "nothing (run one experiment at a time in a workspace, or `dvc exp run --queue`)"
         )
 
 

@@ -3,10 +3,15 @@
 #
 #   bash scripts/gpu_check.sh 2>&1 | tee gpu-check.log
 #
-# Installs into .venv-gpu. Where python3 already has a CUDA build of torch (a GPU
-# image), that torch stays: the venv reads python3's site-packages after its own,
-# and installs the lock (requirements.lock, the main job's pins, hashes checked)
-# beside it; elsewhere it installs requirements-torch.txt, PyPI's CUDA build. Then:
+# Installs into .venv-gpu, every package checked against its hash in the locks but
+# one. Where python3 already has a CUDA build of torch (a GPU image), that torch
+# stays on purpose (no hash list can name an image's own build): the script says so
+# and prints where it comes from; the venv reads python3's site-packages after its
+# own, and installs the whole lock (requirements.lock, the main job's pins) into
+# itself, hashes checked, even what the machine has at the lock's version
+# (--ignore-installed: "already satisfied" would check no hash). Elsewhere it
+# installs PyPI's CUDA build (requirements-torch.txt and requirements-torch-cuda.lock,
+# hashes checked) first. Then:
 # the tests marked `gpu` (tests/test_gpu.py: the golden numbers
 # on cuda, a 1000-seed study, every model, every stage's bytes against the CPU),
 # `dvc repro --force` with train.device auto and `git status` (REPRO=0 skips it),
@@ -20,8 +25,12 @@
 #       --only-binary=:all: --python-version 3.12 --platform manylinux_2_28_x86_64 ...
 #   WHEELS=wheels bash scripts/gpu_check.sh
 #
-# KEEP_INSTALLED=1 also keeps every package the machine's python has at another
-# version than the lock's (named on stderr), so the folder needs only what it lacks.
+# (plus requirements-torch.txt and requirements-torch-cuda.lock where the node has no
+# CUDA torch): a wheel there whose hash the locks do not list is refused.
+# KEEP_INSTALLED=1 also keeps every package the machine's python has, at any version
+# (those at another version than the lock's named on stderr, and those at the lock's
+# version too, with where they are: neither is hash-checked), so the folder needs
+# only what it lacks.
 # The outputs' bytes are promised with the lock's versions only (docs/pipeline.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,10 +46,14 @@ if python3 -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/de
     venv=$(.venv-gpu/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     echo "$machine" >"$venv/machine-site-packages.pth"  # after the venv's own packages
     . .venv-gpu/bin/activate
+    python -c 'import sys, torch; print(f"keeping the machine'"'"'s torch {torch.__version__} (cuda {torch.version.cuda}) from {torch.__path__[0]} on purpose: the GPU image'"'"'s own build, not hash-checked", file=sys.stderr)'
+    fresh=(--ignore-installed)
 else
     python3 -m venv --clear .venv-gpu
     . .venv-gpu/bin/activate
-    python -m pip install -q "${source[@]}" -r requirements-torch.txt
+    python -m pip install -q "${source[@]}" --require-hashes --no-deps \
+        -r requirements-torch.txt -r requirements-torch-cuda.lock
+    fresh=()
 fi
 requirements=requirements.lock
 if [ -n "${KEEP_INSTALLED:-}" ]; then
@@ -50,13 +63,13 @@ fi
 # No build isolation: an sdist in the lock (antlr4-python3-runtime) builds with the
 # setuptools at hand, which an offline node cannot fetch into an isolated build.
 [ -s "$requirements" ] && python -m pip install -q "${source[@]}" --require-hashes --no-deps \
-    --no-build-isolation -r "$requirements"
-python -c 'import pytest' 2>/dev/null || {
+    "${fresh[@]}" --no-build-isolation -r "$requirements"
+if [ -z "${KEEP_INSTALLED:-}" ] || ! python -c 'import pytest' 2>/dev/null; then
     python scripts/lock_subset.py requirements-dev.lock --only pytest pluggy iniconfig \
         >.venv-gpu/requirements-pytest.txt
-    python -m pip install -q "${source[@]}" --require-hashes --no-deps \
+    python -m pip install -q "${source[@]}" --require-hashes --no-deps "${fresh[@]}" \
         -r .venv-gpu/requirements-pytest.txt
-}
+fi
 export PYTHONPATH=$PWD  # the checkout's package, no build step
 python -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
 # The fused training kernels (numba.cuda) need the CUDA toolkit's libNVVM: without

@@ -7,10 +7,11 @@
 #                          launchers (joblib, Ray, SLURM), the tracking server's
 #                          psycopg2 and the browser driver (what the tests use)
 #
-# torch itself is left out: requirements-torch.txt pins its version without a
-# hash, so that each user installs the build that fits (CUDA from PyPI, or the
-# CPU build). Its dependencies are resolved from the CPU build's metadata, so
-# the lock carries no CUDA-only package; a CUDA build brings those itself.
+# torch itself is left out: requirements-torch.txt pins its version with the hash
+# of every build (CUDA from PyPI, or the CPU build), so that each user installs the
+# build that fits, and requirements-torch-cuda.lock the CUDA build's own packages;
+# scripts/lock_torch.sh writes both, last. Its dependencies are resolved from the
+# CPU build's metadata, so the locks carry no CUDA-only package.
 #
 #   pip install uv && bash scripts/lock.sh            # keep pins, add what is new
 #   bash scripts/lock.sh --upgrade                    # move every pin to the newest
@@ -21,7 +22,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-torch=$(sed -n 's/^torch==//p' requirements-torch.txt)
+torch=$(sed -n 's/^torch==\([^ ]*\).*/\1/p' requirements-torch.txt)
 source_opts=${TORCH_CPU_SOURCE:-"--extra-index-url https://download.pytorch.org/whl/cpu --index-strategy unsafe-best-match"}
 constraint=$(mktemp)
 trap 'rm -f "$constraint"' EXIT
@@ -42,3 +43,5 @@ uv pip compile pyproject.toml \
     --constraint "$constraint" --constraint requirements-dev.lock $source_opts \
     --custom-compile-command "bash scripts/lock.sh" \
     --output-file requirements.lock
+# torch's own hashed files, from the pins just written.
+bash scripts/lock_torch.sh

@@ -4,8 +4,9 @@
     python scripts/lock_subset.py requirements-dev.lock --only pytest pluggy iniconfig
 
 --missing keeps only what this python lacks at any version (a GPU image's own
-numpy, pandas and torch stay; scripts/gpu_check.sh's KEEP_INSTALLED=1); --only keeps
-the named packages. Each entry is a pin line and its indented hash lines, as uv
+numpy, pandas and torch stay; scripts/gpu_check.sh's KEEP_INSTALLED=1), and names on
+stderr each package it keeps, with where it is: no hash checks a kept one; --only
+keeps the named packages. Each entry is a pin line and its indented hash lines, as uv
 writes them (scripts/lock.sh).
 """
 
@@ -14,7 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, distribution
 
 # The standard library only: it runs in a fresh venv that has torch and nothing else
 # (gpu_check.sh's KEEP_INSTALLED=1 without CUDA torch failed importing `packaging`).
@@ -38,11 +39,13 @@ def entries(text: str) -> list[tuple[str, str]]:
     return [(name, "".join(lines)) for name, lines in found]
 
 
-def installed(name: str) -> str | None:
+def installed(name: str) -> tuple[str, str] | None:
+    """The installed version of a package and the folder it is in, or None."""
     try:
-        return version(name)
+        found = distribution(name)
     except PackageNotFoundError:
         return None
+    return found.version, str(found.locate_file(""))
 
 
 def main() -> None:
@@ -62,8 +65,13 @@ def main() -> None:
         have, pin = installed(name), entry.split("==", 1)[1].split()[0]
         if have is None:
             sys.stdout.write(entry)
-        elif have != pin:
-            print(f"keeping the machine's {name} {have} (the lock has {pin})", file=sys.stderr)
+            continue
+        at, where = have
+        lock = f"the lock has {pin}" if at != pin else "the lock's version"
+        print(
+            f"keeping the machine's {name} {at} ({lock}) from {where}, not hash-checked",
+            file=sys.stderr,
+        )
 
 
 if __name__ == "__main__":

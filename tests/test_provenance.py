@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import provenance
-from pipeline.config import load_params
+from pipeline.config import PROJECT_ROOT, load_params
 from pipeline.config.load import composed_yaml
 from pipeline.errors import ConfigError
 from pipeline.stages import evaluate, faithfulness, generate, report, roar, study, train
@@ -249,3 +249,63 @@ def test_ctrl_c_between_two_renames_waits_until_the_stage_and_its_record_are_out
     }
     assert changed == published | {"params.yaml"}
     provenance.verify_inputs(cfg, "evaluate")  # the record seals the new outputs
+
+
+def _git(root: Path, *args: str, stdin: str | None = None) -> str:
+    import subprocess
+
+    done = subprocess.run(
+        ["git", "-C", str(root), *args], capture_output=True, text=True, input=stdin
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_an_experiment_s_stage_refuses_params_that_are_not_its_own(tmp_path, monkeypatch):
+    """Issue 60 case 2: `dvc exp run -n conc-a -S ...`, then a second `dvc exp run -n
+    conc-b -S ...` in the same workspace: DVC refuses conc-b as busy only after its -S
+    rewrote params.yaml and its stash took DVC's ref (refs/exps/exec/EXEC_MERGE), then
+    removes the ref. conc-a's stages must not publish (nor the track stage log) conc-b's
+    change under conc-a's name."""
+    text = (PROJECT_ROOT / "params.yaml").read_text()
+    (tmp_path / "params.yaml").write_text(text)
+    _git(tmp_path, "init", "-q")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "add", "params.yaml")
+    _git(tmp_path, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base")
+    head = _git(tmp_path, "rev-parse", "HEAD")
+
+    def stash(name: str, params: str) -> None:
+        """An experiment's stash commit, as DVC writes it, at DVC's ref."""
+        blob = tmp_path / "stash-params.yaml"
+        blob.write_text(params)
+        sha = _git(tmp_path, "hash-object", "-w", str(blob))
+        tree = _git(tmp_path, "mktree", stdin=f"100644 blob {sha}\tparams.yaml\n")
+        commit = _git(
+            tmp_path,
+            "-c", "user.name=t", "-c", "user.email=t@t",
+            "commit-tree", tree, "-p", head, "-m", f"dvc-exp:{head}:{head}:{name}",
+        )  # fmt: skip
+        _git(tmp_path, "update-ref", "refs/exps/exec/EXEC_MERGE", commit)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    cfg = load_params(tmp_path / "params.yaml")
+    monkeypatch.setenv("DVC_EXP_NAME", "conc-a")
+    stash("conc-a", text)
+    provenance.check_params_unchanged(cfg, "train")  # its own params: publishes
+    changed = text.replace("lr: 0.6", "lr: 0.45", 1)
+    assert changed != text
+    stash("conc-a", changed)  # the workspace no longer holds conc-a's -S
+    with pytest.raises(ConfigError) as caught:
+        provenance.check_params_unchanged(cfg, "train")
+    message = str(caught.value)
+    assert message.startswith("params.yaml is not experiment conc-a's (train.lr 0.45→0.6)")
+    assert "\n" not in message
+    stash("conc-b", text)  # the second experiment's stash took DVC's ref
+    with pytest.raises(ConfigError, match=r"another `dvc exp run` \(conc-b\) took the"):
+        provenance.check_params_unchanged(cfg, "track")
+    _git(tmp_path, "update-ref", "-d", "refs/exps/exec/EXEC_MERGE")  # its cleanup
+    with pytest.raises(ConfigError, match="DVC's record of experiment conc-a .* is gone"):
+        provenance.check_params_unchanged(cfg, "train")
+    monkeypatch.delenv("DVC_EXP_NAME")  # `dvc repro`: no experiment to compare with
+    provenance.check_params_unchanged(cfg, "train")

@@ -185,3 +185,63 @@ def test_the_pyfunc_predicts_probability_and_weights_by_hand():
     # Weights 1:4:1; logit 2 * (0.1 + 4 * 0.5 + 0.2) / 6 - 0.5 = 4/15.
     np.testing.assert_allclose(out["weights"], [[1 / 6, 4 / 6, 1 / 6]], rtol=0, atol=1e-15)
     np.testing.assert_allclose(out["probability"], [1 / (1 + math.exp(-4 / 15))], rtol=1e-15)
+
+
+def tampered(uri: str, alias: str = "run-2") -> tuple:
+    """The version at `alias` and its model's folder, with model.json's first
+    parameter moved by 1 (what the fifth battery did to `@run-2`)."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(uri)
+    version = client.get_model_version_by_alias(NAME, alias)
+    root = registered.model_root(client, version)
+    (document_file,) = root.rglob("model.json")
+    document = json.loads(document_file.read_text())
+    first = next(iter(document["parameters"]))
+    document["parameters"][first] += 1.0
+    document_file.write_text(json.dumps(document))
+    return version, root
+
+
+def test_a_registered_model_whose_files_changed_is_refused_on_load(default_cfg, store, tmp_path):
+    """Each version carries the digest of its files; load_model checks a copy against
+    it before MLflow runs the model's code, and refuses in one line."""
+    tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
+    lesson = heldout_lesson(default_cfg)
+    model = registered.load_model(f"models:/{NAME}@run-2", store)  # as registered: loads
+    out = model.predict(lesson.inputs.numpy())
+    logits, _ = interface.forward(lesson.params, lesson.inputs)
+    np.testing.assert_allclose(out["probability"], torch.sigmoid(logits[1]).numpy(), atol=1e-15)
+    tampered(store)
+    with pytest.raises(registered.ModelChangedError) as refused:
+        registered.load_model(f"models:/{NAME}@run-2", store)
+    message = str(refused.value)
+    assert "\n" not in message and f"models:/{NAME}@run-2" in message and "not loaded" in message
+    # Its code: a line added to pyfunc.py never runs.
+    from mlflow.tracking import MlflowClient
+
+    version = MlflowClient(store).get_model_version_by_alias(NAME, "run-1")
+    (code,) = registered.model_root(MlflowClient(store), version).rglob("pyfunc.py")
+    marker = tmp_path / "ran"
+    code.write_text(code.read_text() + f"\nopen({str(marker)!r}, 'w').close()\n")
+    with pytest.raises(registered.ModelChangedError):
+        registered.load_model(f"models:/{NAME}/{version.version}", store)
+    assert not marker.exists()
+
+
+def test_the_no_op_check_sees_a_tampered_model_and_the_track_stage_restores_it(default_cfg, store):
+    state = lesson_state(default_cfg, store)
+    parent, _ = tracking.log_state(state, registered.log_models)
+    assert tracking.logged_run(store, "test", state.digest) == parent
+    version, root = tampered(store)
+    # Not "already logged": the record holds each model folder's digest.
+    assert tracking.logged_run(store, "test", state.digest) is None
+    again, logged = tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
+    assert again == parent and not logged
+    from mlflow.tracking import MlflowClient
+
+    restored = MlflowClient(store).get_model_version(NAME, version.version)
+    assert restored.tags[registered.DIGEST_TAG] == record.tree_digest(root)
+    assert tracking.logged_run(store, "test", state.digest) == parent
+    registered.load_model(f"models:/{NAME}@run-2", store)  # loads again
+    assert len(versions(store)) == 2

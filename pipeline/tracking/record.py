@@ -19,6 +19,7 @@ read.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -56,6 +57,18 @@ def fingerprint(database: Path) -> dict[str, int] | None:
     }
 
 
+def tree_digest(root: Path) -> str:
+    """sha256 over every file under `root`: each one's relative path and the sha256 of
+    its bytes, in path order. A registered model's files (its code `pyfunc.py`, its
+    `model.json`, MLmodel...) get one at registration; loading and the no-op check
+    compare, so a changed, added or removed file is seen."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0")
+        digest.update(hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()
+
+
 def logged_run(uri: str, experiment: str, digest: str) -> str | None:
     """The parent run that holds `digest`, as the store's record names it, without
     importing mlflow. None when the store is no SQLite file, has no record of this
@@ -76,19 +89,33 @@ def logged_run(uri: str, experiment: str, digest: str) -> str | None:
     current = fingerprint(database)
     if current is None or record.get("store") != current:
         return None
-    if "models" not in record:  # a record from before the seeds' models were logged
+    models = record.get("models")
+    if not isinstance(models, dict):  # a record from before the models' digests
         return None
+    for root, digest in models.items():
+        try:
+            if tree_digest(Path(root)) != digest:
+                return None  # a model's files changed: registered.py checks and logs again
+        except OSError:
+            return None
     if not all(Path(path).is_file() for path in record.get("artifacts", [])):
         return None  # deleted artifacts: log_state logs them again
     return record.get("run")
 
 
 def remember(
-    uri: str, experiment: str, digest: str, run_id: str, artifacts: list[str] | None = None
+    uri: str,
+    experiment: str,
+    digest: str,
+    run_id: str,
+    artifacts: list[str] | None = None,
+    models: dict[str, str] | None = None,
 ) -> None:
     """Record that the store at `uri` holds `digest` in run `run_id`, for the file as
     it is now, with the local files of its artifacts (`artifacts`: the no-op check
-    finds them gone, after `rm -rf mlartifacts`, and lets `log_state` log them again).
+    finds them gone, after `rm -rf mlartifacts`, and lets `log_state` log them again)
+    and the digest of each registered model's folder (`models`, {folder: tree_digest}:
+    the no-op check finds a tampered model and lets `log_state` restore it).
     Called under the store's lock, after the last write; a record that cannot be
     written only costs the next check its speed."""
     database = sqlite_file(uri)
@@ -106,7 +133,7 @@ def remember(
             "run": run_id,
             "store": current,
             "artifacts": artifacts or [],
-            "models": True,  # the state's models are registered (pipeline/tracking/registered.py)
+            "models": models or {},  # the registered models' folders (registered.py)
         }
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
         try:

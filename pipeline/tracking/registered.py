@@ -9,6 +9,12 @@ workspace's run 2. A state's models are logged once: a state found in the store
 keeps its versions, and only gets the ones it lacks (a store logged before models
 were) or their artifacts again (`rm -rf mlartifacts`).
 
+Each version carries the digest of its model's files (`files_sha256`, record.
+tree_digest) from registration. A model's code (`pyfunc.py`) runs when MLflow loads
+it, so `load_model` checks a copy of the files against that digest first and refuses
+a changed model in one line; the track stage, finding a state's model changed, logs
+its files again from the state's parameters.
+
 mlflow is imported inside the functions, as everywhere in this package.
 """
 
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -25,11 +32,14 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from pipeline.config import Config
+from pipeline.errors import PipelineError
+from pipeline.tracking.record import tree_digest
 
 if TYPE_CHECKING:
     import pandas as pd
 
 ALIAS = "run-{seed}"
+DIGEST_TAG = "files_sha256"  # the version's tag: tree_digest of its model's files
 PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 EXAMPLE_SEQUENCES = 2  # the input example: the first sequences of the data
 # What the model's code imports (pipeline.models and its config), pinned as installed;
@@ -59,12 +69,63 @@ def logged_model_id(model_version) -> str:
     return model_version.model_id or model_version.source.removeprefix("models:/")
 
 
+def model_root(client, model_version) -> Path | None:
+    """The local folder of a version's logged model; None for a remote store."""
+    return _logged_model_root(client, logged_model_id(model_version))
+
+
+def _logged_model_root(client, model_id: str) -> Path | None:
+    location = urlparse(client.get_logged_model(model_id).artifact_location)
+    if location.scheme not in ("", "file"):
+        return None
+    return Path(location.path)
+
+
 def model_files(client, model_version) -> list[Path]:
     """The local MLmodel file of a version's logged model; [] for a remote store."""
-    location = urlparse(client.get_logged_model(logged_model_id(model_version)).artifact_location)
-    if location.scheme not in ("", "file"):
-        return []
-    return [Path(location.path) / "MLmodel"]
+    root = model_root(client, model_version)
+    return [] if root is None else [root / "MLmodel"]
+
+
+class ModelChangedError(PipelineError, RuntimeError):
+    """A registered model's files are not those registered: it is not loaded."""
+
+
+def load_model(model_uri: str, tracking_uri: str | None = None):
+    """`mlflow.pyfunc.load_model(model_uri)` for `models:/NAME@ALIAS` or
+    `models:/NAME/VERSION`, after checking the model's files against the digest its
+    version was registered with: the files are downloaded to a temporary folder,
+    checked, and loaded from there, so what runs is what was checked. A changed
+    file, or a version with no digest, is refused in one line (ModelChangedError)."""
+    import mlflow.artifacts
+    import mlflow.pyfunc
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri)
+    name, _, which = model_uri.removeprefix("models:/").partition("@")
+    if which:
+        version = client.get_model_version_by_alias(name, which)
+    else:
+        name, _, number = model_uri.removeprefix("models:/").partition("/")
+        version = client.get_model_version(name, number)
+    expected = version.tags.get(DIGEST_TAG)
+    if expected is None:
+        raise ModelChangedError(
+            f"{model_uri} (version {version.version}) has no {DIGEST_TAG} tag: its files "
+            "cannot be checked, so it is not loaded (dvc repro registers its models again)"
+        )
+    with tempfile.TemporaryDirectory() as tmp:
+        source = client.get_logged_model(logged_model_id(version)).artifact_location
+        with _logging_to(client.tracking_uri):
+            local = Path(mlflow.artifacts.download_artifacts(source, dst_path=tmp))
+        found = tree_digest(local)
+        if found != expected:
+            raise ModelChangedError(
+                f"{model_uri} (version {version.version}): its files are not those "
+                f"registered ({DIGEST_TAG} {found[:12]}, registered {expected[:12]}); "
+                "not loaded, since loading runs its code"
+            )
+        return mlflow.pyfunc.load_model(str(local))
 
 
 def log_models(
@@ -133,14 +194,39 @@ def _log_models(client, cfg, parameters, sequences, children, parent, tags) -> l
             model_id = _new_model(client, child, row)
             _log_model(cfg, row, example, child, model_id)
             version_tags = {**tags, "seed": seed, "parent_run": parent}
+            root = _logged_model_root(client, model_id)
+            if root is not None:
+                version_tags[DIGEST_TAG] = tree_digest(root)
             model_version = client.create_model_version(
                 name, f"models:/{model_id}", run_id=child, tags=version_tags, model_id=model_id
             )
-        elif not all(path.is_file() for path in model_files(client, model_version)):
-            _log_model(cfg, row, example, None, logged_model_id(model_version))
+        else:
+            _check_files(client, cfg, row, example, model_version, seed)
         client.set_registered_model_alias(name, ALIAS.format(seed=seed), model_version.version)
         files += model_files(client, model_version)
     return files
+
+
+def _check_files(client, cfg, row, example, model_version, seed: str) -> None:
+    """A registered model's local files as registered: gone ones, or changed ones
+    (their digest not the version's tag), are logged again from the state's
+    parameters, which the state's digest vouches for, and the tag follows."""
+    root = model_root(client, model_version)
+    if root is None:
+        return
+    expected = model_version.tags.get(DIGEST_TAG)
+    if (root / "MLmodel").is_file() and expected is not None and tree_digest(root) == expected:
+        return
+    if (root / "MLmodel").is_file() and expected is not None:
+        print(
+            f"the model files of seed {seed} (version {model_version.version}) had changed: "
+            "logged them again"
+        )
+    shutil.rmtree(root, ignore_errors=True)  # no planted file stays
+    _log_model(cfg, row, example, None, logged_model_id(model_version))
+    client.set_model_version_tag(
+        model_version.name, model_version.version, DIGEST_TAG, tree_digest(root)
+    )
 
 
 def _new_model(client, run: str, row) -> str:

@@ -254,7 +254,9 @@ def _remember_run(
     """The store's record of `run`, its artifact files and its models' included
     (`record.logged_run`)."""
     paths = [str(f) for f in [*(files or []), *models]]
-    record.remember(uri, state.cfg.tracking.experiment, state.digest, run, paths)
+    # The models' files were checked against their registered digests just now.
+    digests = {str(f.parent): record.tree_digest(f.parent) for f in models}
+    record.remember(uri, state.cfg.tracking.experiment, state.digest, run, paths, digests)
 
 
 def _log_children_and_artifacts(
