@@ -155,7 +155,7 @@ class OnCuda(torch.Tensor):
 
 @pytest.mark.parametrize("cfg", KINDS, ids=IDS)
 def test_gpu_kernel_is_chosen_for_float64_cuda_runs_only(cfg, monkeypatch):
-    monkeypatch.setattr(cuda_launch, "kernels_compile", lambda: True)  # as on a GPU
+    monkeypatch.setattr(cuda_launch, "numba_sees_gpu", lambda: True)  # as on a GPU
     case = random_case(cfg)
     params, inputs, labels = case["params"], case["inputs"], case["labels"]
     assert interface.fused_training(params, OnCuda(inputs), labels) is not None
@@ -165,12 +165,12 @@ def test_gpu_kernel_is_chosen_for_float64_cuda_runs_only(cfg, monkeypatch):
 
 
 def test_gpu_kernel_is_not_chosen_where_numba_cannot_compile_for_cuda(capfd):
-    """No GPU here: numba's probe fails, and cuda runs would take torch's ops."""
-    cuda_launch.kernels_compile.cache_clear()
+    """No GPU here: numba sees none, and cuda runs would take torch's ops."""
+    cuda_launch.numba_sees_gpu.cache_clear()
     try:
-        assert not cuda_launch.kernels_compile()
+        assert not cuda_launch.numba_sees_gpu()
     finally:
-        cuda_launch.kernels_compile.cache_clear()
+        cuda_launch.numba_sees_gpu.cache_clear()
     assert "cannot run here" in capfd.readouterr().err
     params = random_params(ModelConfig(), 2, seed=1)
     inputs = random_inputs(3, STEPS, seed=2)
