@@ -139,6 +139,13 @@ def signature(arguments: tuple) -> tuple:
     return tuple(numba.typeof(argument) for argument in arguments)
 
 
+def compile_kernel(kernel, arguments: tuple, device: torch.device) -> None:
+    """numba compiles `kernel` for the arguments' types on the current GPU (its launches
+    then find that code); nothing to do under the simulator (a CPU device)."""
+    if device.type == "cuda":
+        kernel.compile(signature(arguments))
+
+
 def kernels_compile(kernel, arguments: tuple, device: torch.device) -> bool:
     """Whether `kernel`, the real one of the kind and shape about to train, compiles for
     these arguments on `device` (once a kernel and signature; numba keeps the code for
@@ -147,10 +154,8 @@ def kernels_compile(kernel, arguments: tuple, device: torch.device) -> bool:
     the error, where it does not (or failed before): the caller trains on torch's ops."""
     if kernel in _FAILED:
         return False
-    if device.type != "cuda":
-        return True
     try:
-        kernel.compile(signature(arguments))
+        compile_kernel(kernel, arguments, device)
     except Exception as error:  # noqa: BLE001 - any failure: torch's ops train instead
         failed(kernel, "compile", error)
         return False
@@ -168,6 +173,19 @@ def as_array(tensor: torch.Tensor):
 
         return cuda.as_cuda_array(tensor)
     return tensor.numpy()
+
+
+def launch_arguments(
+    flat: torch.Tensor,
+    data: tuple[torch.Tensor, ...],
+    lr: float,
+    loss: torch.Tensor,
+    accuracy: torch.Tensor,
+) -> tuple:
+    """A launch's arguments as the kernels take them, (flat, *data, first, count, lr,
+    loss, accuracy), with 0 for the launch's epochs `first` and `count`."""
+    arrays = [as_array(t.contiguous()) for t in (flat, *data)]
+    return (*arrays, 0, 0, float(lr), as_array(loss), as_array(accuracy))
 
 
 def _launcher(kernel, runs: int, device: torch.device):
@@ -199,10 +217,10 @@ def train_flat(
     runs = flat.shape[0]
     loss = flat.new_empty(epochs, runs)
     accuracy = flat.new_empty(epochs, runs)
-    arrays = [as_array(t.contiguous()) for t in (flat, *data)]
-    out = [as_array(loss), as_array(accuracy)]
-    if not kernels_compile(kernel, (*arrays, 0, 0, float(lr), *out), flat.device):
+    arguments = launch_arguments(flat, data, lr, loss, accuracy)
+    if not kernels_compile(kernel, arguments, flat.device):
         raise KernelFailure(_FAILED[kernel])
+    arrays, out = arguments[: 1 + len(data)], arguments[-2:]
     launch = _launcher(kernel, runs, flat.device)
     for first in range(0, epochs, EPOCHS_PER_LAUNCH):
         check_stopped()
