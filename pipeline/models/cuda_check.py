@@ -38,6 +38,7 @@ from types import SimpleNamespace
 
 import torch
 
+from pipeline.errors import PipelineError
 from pipeline.models import cuda_launch, interface
 from pipeline.models.parameters import CHANNELS, to_flat
 
@@ -91,11 +92,12 @@ def missing_toolchain() -> str | None:
 
 def pipeline_shapes() -> list[Shape]:
     """Every variant at params.yaml's shapes, as the grid and the stages train them."""
+    from pipeline.config import PROJECT_ROOT
     from pipeline.config.cells import variant_config
-    from pipeline.config.load import load_params
+    from pipeline.config.load import PARAMS_FILE, load_params
     from pipeline.kinds import VARIANTS
 
-    cfg = load_params()
+    cfg = load_params(PROJECT_ROOT / PARAMS_FILE)
     examples = cfg.data.split[0]
     return [
         Shape(name, variant_config(name, cfg.model), cfg.data.steps, examples) for name in VARIANTS
@@ -216,7 +218,11 @@ def main(argv: list[str] | None = None) -> None:
     missing = missing_toolchain()
     if missing:
         sys.exit(f"error: cannot compile the CUDA kernels here: {missing}")
-    if not run():
+    try:
+        shapes = pipeline_shapes()
+    except PipelineError as error:  # a params.yaml that does not load: its one line
+        sys.exit(f"error: {error}")
+    if not run(shapes):
         sys.exit(1)
 
 
