@@ -35,7 +35,7 @@ from pipeline import ties
 from pipeline.models.parameters import Params, from_flat, to_flat
 from pipeline.models.threads import check_stopped
 
-# 4 warps a block: the kernels take 124-255 registers a thread (python -m pipeline
+# 4 warps a block: the kernels take 122-255 registers a thread (python -m pipeline
 # cuda-check), 32640 a block at most, within every GPU's 64 K a block
 THREADS_PER_BLOCK = 128
 EPOCHS_PER_LAUNCH = 25
