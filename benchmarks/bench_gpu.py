@@ -7,8 +7,7 @@ Rows (float64, `--epochs` epochs, the lesson's 360 training sequences):
 
 - `train <kind>` for each size and kind: `train.train` of that many runs, on cuda the
   fused kernel (pipeline/models/cuda_pooling.py, cuda_window.py). The runs start from
-  the init's distribution ((u1 + u2 + u3 - 1.5) * init_scale, drawn by torch's
-  generator: the init stream draws 10^6 runs in minutes of Python);
+  their seeds' init (`interface.init_params`, drawn in bulk), outside the timed region;
 - `study`: the study stage's work (`seed_study.run`, training, every metric, the
   bootstrap) on `--stage-seeds` seeds; `grid <cell>` and `debate <cell>`: one cell of
   each (`grid.run_cell`, `debate.cell.run_cell`) on `--stage-seeds` seeds.
@@ -21,6 +20,11 @@ for memory bandwidth: flops and bytes counted by hand in the kernels' modules
 (`FusedTraining.flops`, `cuda_launch.dram_bytes`), so the fractions say how far the
 kernel is from its bound, not what a profiler counts. The peaks come from `PEAKS` by
 the device's name, or from `--peak-gflops` and `--peak-gbs`.
+
+Before a kind's first row on a device, a `compile <kind>` line gives the seconds of
+one untimed epoch of two runs: numba compiles the kind's kernel there (a kernel a
+shape, `cuda_pooling.pooling_kernel`), CUDA loads it, and every timed row after it
+reuses that code (the same kernel object and signature).
 
 `--cpu-only` times the CPU column alone (no device). `--simulate` runs the device
 column in numba's CUDA simulator on CPU tensors (NUMBA_ENABLE_CUDASIM=1, set before
@@ -86,23 +90,13 @@ def timed(work: Callable[[], object], device: torch.device) -> float:
     return time.perf_counter() - start
 
 
-def init_like(cfg: Config, runs: int, device: torch.device, seed: int = 0):
-    """`runs` runs drawn from the init's distribution, b = 0 (the docstring says why)."""
-    layout = interface.layout(cfg.model, cfg.data.steps)
-    gen = torch.Generator().manual_seed(seed)
-    count = sum(torch.Size(shape).numel() for _, shape in layout)
-    draws = [torch.rand(runs, count, generator=gen, dtype=torch.float64) for _ in range(3)]
-    flat = (draws[0] + draws[1] + draws[2] - 1.5) * cfg.model.init_scale
-    params = interface.from_flat(flat, cfg.model, cfg.data.steps)
-    params.named["b"].zero_()
-    return params.map(lambda t: t.to(device))
-
-
 def train_row(cfg: Config, seeds: int, device: torch.device, epochs: int):
     """(the work of `seeds` runs on `device`, the fused kernel's flops and bytes)."""
     frame = data.generate(cfg.data)
     inputs, labels = frames.split_tensors(cfg, frame, "train", device, torch.float64)[:2]
-    params = init_like(cfg, seeds, device)
+    params = interface.init_params(
+        cfg.data.seed, list(range(1, seeds + 1)), cfg.model, cfg.data.steps, torch.float64, device
+    )
     fused = interface.fused_training(params, inputs, labels)
     counts = None
     if fused is not None:
@@ -114,12 +108,15 @@ def train_row(cfg: Config, seeds: int, device: torch.device, epochs: int):
     return lambda: train.train(params, inputs, labels, epochs, cfg.train.lr, False), counts
 
 
-def warm(cfg: Config, device: torch.device, warmed: set) -> None:
-    """One epoch of two runs, once per kind and device, untimed: numba compiles the
-    kernels (or the window kind's CPU loops) and CUDA loads them on first use."""
-    key = (cfg.model.kind, device.type)
+def warm(cfg: Config, device: torch.device, warmed: set, column: str) -> None:
+    """One epoch of two runs, once per kind and device, untimed in the rows and printed
+    apart: numba compiles the kernel (or the window kind's CPU loops) and CUDA loads
+    it on first use; the timed rows reuse it. `column`: 'device' or 'cpu' (under
+    --simulate both train CPU tensors, by different code)."""
+    key = (cfg.model.kind, column)
     if key not in warmed:
-        train_row(cfg, 2, device, 1)[0]()
+        seconds = timed(train_row(cfg, 2, device, 1)[0], device)
+        print(f"{'compile ' + cfg.model.kind:>22} {column:>8} {seconds:9.3f}", flush=True)
         warmed.add(key)
 
 
@@ -192,12 +189,12 @@ def main() -> None:
             dev_seconds, counts = None, None
             if not args.cpu_only:
                 with simulated(args.simulate):
-                    warm(cfg, device, warmed)
+                    warm(cfg, device, warmed, "device")
                     work, counts = train_row(cfg, seeds, device, args.epochs)
                     dev_seconds = timed(work, device)
             cpu_seeds = min(seeds, args.cpu_max_seeds)
             if (kind, cpu_seeds) not in on_cpu:  # the larger sizes share one CPU timing
-                warm(cfg, cpu, warmed)
+                warm(cfg, cpu, warmed, "cpu")
                 on_cpu[kind, cpu_seeds] = timed(train_row(cfg, cpu_seeds, cpu, args.epochs)[0], cpu)
             cpu_seconds = on_cpu[kind, cpu_seeds] * seeds / cpu_seeds
             mark = "~" if cpu_seeds < seeds else " "

@@ -18,6 +18,7 @@ COMMANDS = {
     "diff": "pipeline.browse.diff",
     "server": "pipeline.scaleout.server",
     "merge_study": "pipeline.scaleout.merge_study",
+    "cuda-check": "pipeline.models.cuda_check",
 }
 
 

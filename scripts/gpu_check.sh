@@ -12,7 +12,10 @@
 # (--ignore-installed: "already satisfied" would check no hash). Elsewhere it
 # installs PyPI's CUDA build (requirements-torch.txt and requirements-torch-cuda.lock,
 # hashes checked) first. Then:
-# the tests marked `gpu` (tests/test_gpu.py: the golden numbers
+# `python -m pipeline cuda-check` (every kind's fused kernel compiled for cc 8.0 and
+# 9.0, registers and spills; where one does not compile, or no libNVVM is found, the
+# script goes on and exits 1 at its end), the
+# tests marked `gpu` (tests/test_gpu.py: the golden numbers
 # on cuda, a 1000-seed study, every model, every stage's bytes against the CPU),
 # `dvc repro --force` with train.device auto and `git status` (REPRO=0 skips it),
 # and benchmarks/bench_gpu.py (BENCH=0 skips it; BENCH_ARGS passes it options, e.g.
@@ -72,10 +75,14 @@ if [ -z "${KEEP_INSTALLED:-}" ] || ! python -c 'import pytest' 2>/dev/null; then
 fi
 export PYTHONPATH=$PWD  # the checkout's package, no build step
 python -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.get_device_name())'
-# The fused training kernels (numba.cuda) need the CUDA toolkit's libNVVM: without
-# it training falls back to torch's ops on cuda, and this says why.
-python -c 'from pipeline.models import cuda_launch; print("fused CUDA kernels:", "yes" if cuda_launch.kernels_compile() else "no (torch ops)")'
 echo "install: $((SECONDS - start)) s"
+# The fused training kernels (numba.cuda) need the CUDA toolkit's libNVVM: without
+# it cuda-check says so and exits non-zero, and training would take torch's ops.
+python -c 'from pipeline.models import cuda_launch; print("numba sees the GPU:", "yes" if cuda_launch.numba_sees_gpu() else "no (torch ops)")'
+tick=$SECONDS
+gate=0
+python -m pipeline cuda-check || gate=$?
+echo "cuda-check: $((SECONDS - tick)) s$([ "$gate" = 0 ] || echo ", FAILED (exit $gate)")"
 
 # One process (no xdist): the GPU is one device.
 python -m pytest -o addopts="" -p no:cacheprovider -rA -q tests/test_gpu.py
@@ -90,3 +97,4 @@ if [ "${REPRO:-1}" != 0 ]; then
 fi
 [ "${BENCH:-1}" != 0 ] && python benchmarks/bench_gpu.py ${BENCH_ARGS:-}
 echo "total: $((SECONDS - start)) s"
+exit "$gate"

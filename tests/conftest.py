@@ -227,6 +227,7 @@ LONGEST_FIRST = [
     "test_sweep.py",
     "test_memory.py",
     "test_ui.py",
+    "test_cuda_check.py",
     "test_kernels.py",
     "test_tracking.py",
     "test_config.py",

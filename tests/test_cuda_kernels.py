@@ -155,7 +155,7 @@ class OnCuda(torch.Tensor):
 
 @pytest.mark.parametrize("cfg", KINDS, ids=IDS)
 def test_gpu_kernel_is_chosen_for_float64_cuda_runs_only(cfg, monkeypatch):
-    monkeypatch.setattr(cuda_launch, "kernels_compile", lambda: True)  # as on a GPU
+    monkeypatch.setattr(cuda_launch, "numba_sees_gpu", lambda: True)  # as on a GPU
     case = random_case(cfg)
     params, inputs, labels = case["params"], case["inputs"], case["labels"]
     assert interface.fused_training(params, OnCuda(inputs), labels) is not None
@@ -165,13 +165,114 @@ def test_gpu_kernel_is_chosen_for_float64_cuda_runs_only(cfg, monkeypatch):
 
 
 def test_gpu_kernel_is_not_chosen_where_numba_cannot_compile_for_cuda(capfd):
-    """No GPU here: numba's probe fails, and cuda runs would take torch's ops."""
-    cuda_launch.kernels_compile.cache_clear()
+    """No GPU here: numba sees none, and cuda runs would take torch's ops."""
+    cuda_launch.numba_sees_gpu.cache_clear()
     try:
-        assert not cuda_launch.kernels_compile()
+        assert not cuda_launch.numba_sees_gpu()
     finally:
-        cuda_launch.kernels_compile.cache_clear()
+        cuda_launch.numba_sees_gpu.cache_clear()
     assert "cannot run here" in capfd.readouterr().err
     params = random_params(ModelConfig(), 2, seed=1)
     inputs = random_inputs(3, STEPS, seed=2)
     assert interface.fused_training(params, OnCuda(inputs), inputs[:, 0, 0]) is None
+
+
+def cpu_stands_in_for_cuda(monkeypatch) -> None:
+    """float64 CPU tensors take the fused path, as cuda ones would (the simulator's
+    choice, tests/cuda_simulated.py); no kernel failed before in this process."""
+    monkeypatch.setattr(cuda_launch, "on_cuda", lambda inputs: inputs.dtype == torch.float64)
+    monkeypatch.setattr(cuda_launch, "_FAILED", {}, raising=False)
+
+
+def torch_path(case: dict) -> tuple:
+    """`train.train` where no fused kernel applies (CPU inputs): torch's ops."""
+    args = case["params"], case["inputs"], case["labels"], case["epochs"], case["lr"]
+    params, history = train.train(*args)
+    return to_flat(params), history.loss, history.accuracy
+
+
+def assert_torch_s_bytes(case: dict, trained: tuple, want: tuple) -> None:
+    params, history = trained
+    got = to_flat(params), history.loss, history.accuracy
+    for mine, theirs in zip(got, want, strict=True):
+        assert torch.equal(mine, theirs)
+    assert not torch.equal(got[0], to_flat(case["params"]))  # it trained
+
+
+@pytest.mark.parametrize(
+    "cfg", [ModelConfig(), ModelConfig(kind="window")], ids=["lesson", "window"]
+)
+def test_gpu_kernel_fallback_a_compile_failure_trains_on_torch_s_ops(cfg, monkeypatch, capfd):
+    """The kernel of the kind and shape about to train fails to compile (the error of
+    issue 57's kernels on a GPU): training takes torch's ops, writes their bytes, and
+    says so in one line naming the error, once for that kernel."""
+    case = lesson_case(cfg, epochs=30)
+    want = torch_path(case)
+    cpu_stands_in_for_cuda(monkeypatch)
+    compiled = []
+
+    def fails(kernel, arguments, device):
+        compiled.append(kernel)
+        raise TypeError(
+            "Signature mismatch: 2 argument types given, but function takes 1 arguments"
+        )
+
+    monkeypatch.setattr(cuda_launch, "compile_kernel", fails, raising=False)
+    args = case["params"], case["inputs"], case["labels"], case["epochs"], case["lr"]
+    assert_torch_s_bytes(case, train.train(*args), want)
+    assert_torch_s_bytes(case, train.train(*args), want)  # the same kernel again
+    assert len(compiled) == 1  # the real kernel was tried, once
+    assert compiled[0] is interface.fused_training(*args[:3]).kernel(case["params"])[0]
+    warnings = capfd.readouterr().err.strip().splitlines()
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("warning: the fused CUDA kernel")
+    assert "failed to compile: TypeError: Signature mismatch" in warnings[0]
+    assert "training takes torch's ops on cuda" in warnings[0]
+
+
+def test_gpu_kernel_fallback_a_launch_failure_trains_on_torch_s_ops(monkeypatch, capfd):
+    """The second launch fails after the first moved the runs: the torch path trains
+    from the caller's params, not the kernel's half-trained copy."""
+    case = lesson_case(ModelConfig(kind="sink"), epochs=30)  # two launches of 25 and 5
+    want = torch_path(case)
+    cpu_stands_in_for_cuda(monkeypatch)
+    compiles = lambda kernel, arguments, device: None  # noqa: E731
+    monkeypatch.setattr(cuda_launch, "compile_kernel", compiles, raising=False)
+    launches = []
+
+    def launcher(kernel, runs, device):
+        def launch(flat, *rest):
+            launches.append(runs)
+            if len(launches) > 1:
+                raise RuntimeError("[701] CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES")
+            flat += 1.0  # the first launch trained the copy
+
+        return launch
+
+    monkeypatch.setattr(cuda_launch, "_launcher", launcher)
+    args = case["params"], case["inputs"], case["labels"], case["epochs"], case["lr"]
+    assert_torch_s_bytes(case, train.train(*args), want)
+    assert launches == [3, 3]
+    assert_torch_s_bytes(case, train.train(*args), want)
+    assert launches == [3, 3]  # a kernel that failed is not launched again
+    warnings = capfd.readouterr().err.strip().splitlines()
+    assert len(warnings) == 1, warnings
+    assert "failed to launch: RuntimeError: [701] CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES" in warnings[0]
+
+
+def test_gpu_kernel_fallback_leaves_a_stop_request_alone(monkeypatch):
+    """A SIGTERM between launches ends the training; it is no kernel failure."""
+    from pipeline.models import threads
+
+    case = lesson_case(ModelConfig(), epochs=30)
+    cpu_stands_in_for_cuda(monkeypatch)
+    monkeypatch.setattr(cuda_launch, "compile_kernel", lambda kernel, arguments, device: None)
+
+    def stopped():
+        raise threads.JobsStopped("stopped by a signal")
+
+    monkeypatch.setattr(cuda_launch, "check_stopped", stopped)
+    args = case["params"], case["inputs"], case["labels"], case["epochs"], case["lr"]
+    with pytest.raises(threads.JobsStopped):
+        train.train(*args)
+    assert cuda_launch._FAILED == {}

@@ -42,6 +42,14 @@ def test_training_pieces_give_every_thread_work_and_keep_the_kind_s_blocks_whole
     assert pieces([1, 2, 3, 4, 5, 6, 7], 3) == [[1, 2, 3], [4, 5, 6], [7]]
 
 
+def test_training_pieces_on_a_gpu_are_whole_chunks():
+    """On cuda a chunk trains as one series of kernel launches, not a piece a thread."""
+    cuda, cpu = torch.device("cuda", 0), torch.device("cpu")
+    assert training_piece(250, 1000, 16, device=cuda) == 250
+    assert training_piece(250, 1000, 16, together=50, device=cuda) == 250
+    assert training_piece(250, 1000, 16, device=cpu) == 63
+
+
 @pytest.mark.parametrize(
     "kind, together",
     [

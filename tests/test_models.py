@@ -24,6 +24,7 @@ from pipeline.models.parameters import (
     cat_runs,
     flat_names,
     init_run,
+    init_runs,
     lesson_layout,
     to_flat,
 )
@@ -133,6 +134,40 @@ def test_variant_names():
         *(f"w_{i}" for i in range(6)),
         "b",
     ]
+
+
+BULK_KINDS = [
+    ModelConfig(),
+    ModelConfig(kind="sink"),
+    ModelConfig(kind="multihead", heads=4, init_scale=0.37),
+    ModelConfig(kind="posenc"),
+    ModelConfig(kind="window"),
+]
+
+
+@pytest.mark.parametrize("cfg", BULK_KINDS, ids=[cfg.kind for cfg in BULK_KINDS])
+def test_init_in_bulk_draws_the_bits_of_the_python_stream(cfg):
+    """`init_runs` (tensor ops over every seed at once) against `init_run` (the
+    lesson's stream, a seed at a time), bit for bit: the config's seeds, both ends
+    of int64 and others, the 32-bit boundaries where the stream's hash wraps."""
+    shapes = interface.layout(cfg, STEPS)
+    gen = torch.Generator().manual_seed(57)
+    drawn = torch.randint(-(2**63), 2**63 - 1, (300,), generator=gen, dtype=torch.int64)
+    seeds = [20260218 + k for k in range(200)] + drawn.tolist()
+    seeds += [0, 1, -1, 2**16 - 1, 2**16, 2**32 - 1, 2**32, -(2**32), 2**63 - 1, -(2**63)]
+    want = torch.tensor([init_run(seed, shapes, cfg.init_scale) for seed in seeds], dtype=F64)
+    assert torch.equal(init_runs(seeds, shapes, cfg.init_scale), want)
+    params = interface.init_params(20260218, list(range(1, 40)), cfg, STEPS, torch.float32)
+    rows = [init_run(20260218 + k, shapes, cfg.init_scale) for k in range(1, 40)]
+    assert torch.equal(to_flat(params), torch.tensor(rows, dtype=torch.float32))
+
+
+def test_init_in_bulk_takes_seeds_beyond_int64_and_none():
+    shapes = lesson_layout(ModelConfig())
+    seeds = [2**64 + 5, 3]
+    want = torch.tensor([init_run(seed, shapes, 0.9) for seed in seeds], dtype=F64)
+    assert torch.equal(init_runs(seeds, shapes, 0.9), want)
+    assert init_runs([], shapes, 0.9).shape == (0, 19)
 
 
 @pytest.mark.parametrize("kind", ["sink", "posenc", "window"])

@@ -85,10 +85,11 @@ def train_sets(
     shuffled control share the threads).
 
     The chunks (`memory.chunk_runs`: study.chunk on the CPU, what the GPU holds on
-    cuda) are evaluated one job each; their training runs first, in pieces that give
-    every thread of ours work (`memory.device.training_piece`: 1000 seeds on 16
-    threads are 16 jobs, not 4). A piece trains each run to the bits its chunk would
-    (its runs never meet, the kind's blocks stay whole), so the grouping moves no byte.
+    cuda) are evaluated one job each; their training runs first, on the CPU in pieces
+    that give every thread of ours work (`memory.device.training_piece`: 1000 seeds on
+    16 threads are 16 jobs, not 4), on cuda a chunk at once. A piece trains each run
+    to the bits its chunk would (its runs never meet, the kind's blocks stay whole),
+    so the grouping moves no byte.
     """
     device, dtype = device_and_dtype(cfg.train)
     size = chunk_runs(cfg, len(seeds), len(sets))
@@ -102,7 +103,7 @@ def train_sets(
         for frame, heldout_only in sets
     ]
     together = runs_together(cfg.model, *tensors[0][0])
-    piece = training_piece(size, len(sets) * len(seeds), available(), together)
+    piece = training_piece(size, len(sets) * len(seeds), available(), together, device)
     # Every set's chunks in order; each chunk's pieces in order.
     work = [(chunk, data) for data in tensors for chunk in chunks]
     with tqdm(total=len(work), desc="study", unit="chunk", disable=not progress) as bar:

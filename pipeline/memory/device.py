@@ -59,10 +59,16 @@ def gpu_chunk(runs: int, run_bytes: int, free: int, threads: int) -> int:
     return max(1, budget // (run_bytes * max(1, threads)))
 
 
-def training_piece(chunk: int, runs: int, threads: int, together: int = 1) -> int:
+def training_piece(
+    chunk: int, runs: int, threads: int, together: int = 1, device: torch.device | None = None
+) -> int:
     """Runs per training job on the CPU: a chunk, cut so that `runs` (every chunk's)
     give each of `threads` threads work, a multiple of `together` (the kind's block,
-    `train.runs_together`), never more than the chunk."""
+    `train.runs_together`), never more than the chunk. On a GPU the whole chunk: one
+    series of kernel launches trains all its runs at once (pipeline/models/cuda_launch.py),
+    and pieces would only add launches that wait on each other."""
+    if device is not None and on_gpu(device):
+        return chunk
     piece = min(chunk, math.ceil(runs / max(1, threads)))
     return min(chunk, together * math.ceil(piece / together))
 

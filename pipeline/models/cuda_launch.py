@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
+from threading import Lock
 
 import torch
 
@@ -34,7 +35,9 @@ from pipeline import ties
 from pipeline.models.parameters import Params, from_flat, to_flat
 from pipeline.models.threads import check_stopped
 
-THREADS_PER_BLOCK = 128  # float64 kernels with ~100 registers a thread: 4 warps a block
+# 4 warps a block: the kernels take 122-255 registers a thread (python -m pipeline
+# cuda-check), 32640 a block at most, within every GPU's 64 K a block
+THREADS_PER_BLOCK = 128
 EPOCHS_PER_LAUNCH = 25
 # accuracy's `ties.above(logit, 0)`: a logit within float noise of 0 predicts 0
 LOGIT_TIE = ties.tolerance(1.0)
@@ -45,15 +48,23 @@ Trained = tuple[Params, torch.Tensor, torch.Tensor]  # params, loss and accuracy
 
 @dataclass(frozen=True)
 class FusedTraining:
-    """A kind's `fused_training`: (params, epochs, lr) -> trained params, loss and
-    accuracy; and its float operations per (run, epoch, example), counted by hand in
-    the kernel's module (benchmarks/bench_gpu.py reads them)."""
+    """A kind's `fused_training`: `kernel(params)` is the compiled kernel of these runs'
+    shape (one a shape a process: `cuda_pooling.pooling_kernel`) and the data it reads
+    beside them; called, (params, epochs, lr) -> trained params, loss and accuracy.
+    `flops`: its float operations per (run, epoch, example), counted by hand in the
+    kernel's module (benchmarks/bench_gpu.py reads them)."""
 
-    train: Callable[[Params, int, float], Trained]
+    kernel: Callable[[Params], tuple[Callable, tuple[torch.Tensor, ...]]]
     flops: Callable[[Params], int]
 
     def __call__(self, params: Params, epochs: int, lr: float) -> Trained:
-        return self.train(params, epochs, lr)
+        kernel, data = self.kernel(params)
+        return train_flat(kernel, params, epochs, lr, data)
+
+
+class KernelFailure(RuntimeError):
+    """A fused kernel did not compile or launch here (its warning is printed once):
+    `train.train` trains these runs on torch's ops instead."""
 
 
 def dram_bytes(runs: int, size: int, epochs: int, examples: int, steps: int) -> int:
@@ -68,35 +79,87 @@ def dram_bytes(runs: int, size: int, epochs: int, examples: int, steps: int) -> 
 
 def on_cuda(inputs: torch.Tensor) -> bool:
     """Whether the fused kernels train these runs: float64 inputs on a cuda device
-    where numba can compile for it."""
+    that numba.cuda sees (`numba_sees_gpu`). Whether the kind's kernel compiles and
+    launches is known only when it trains (`kernels_compile`, `train_flat`)."""
     cuda_float64 = inputs.device.type == "cuda" and inputs.dtype == torch.float64
-    return cuda_float64 and kernels_compile()
+    return cuda_float64 and numba_sees_gpu()
 
 
 @cache
-def kernels_compile() -> bool:
-    """Whether numba.cuda compiles and runs a kernel here, once a process. It needs
-    the CUDA toolkit's libNVVM (CUDA_HOME, or the system's /usr/local/cuda), which
-    torch's wheels do not carry: without it, training takes torch's ops on cuda, as
-    before the kernels, and says so once."""
+def numba_sees_gpu() -> bool:
+    """Whether numba.cuda finds a GPU and its driver here, once a process; where not,
+    training takes torch's ops on cuda, as before the kernels, and says so once."""
     try:
-        import numpy as np
         from numba import cuda
 
-        @cuda.jit
-        def probe(out):
-            out[0] = 1.0
-
-        out = cuda.to_device(np.zeros(1))
-        probe[1, 1](out)
-        return bool(out.copy_to_host()[0] == 1.0)
+        if cuda.is_available():
+            return True
+        reason = "numba.cuda finds no CUDA driver or GPU"
     except Exception as error:  # noqa: BLE001 - any failure means: not here
-        print(
-            f"warning: the fused CUDA kernels cannot run here ({type(error).__name__}: "
-            f"{error}); training takes torch's ops on cuda (docs/speed.md, 'On a GPU')",
-            file=sys.stderr,
-        )
+        reason = f"{type(error).__name__}: {error}"
+    warn(f"the fused CUDA kernels cannot run here ({one_line(reason)})")
+    return False
+
+
+_FAILED: dict = {}  # kernel -> why it failed: never tried again
+_FAILED_LOCK = Lock()
+
+
+def one_line(text: str, width: int = 300) -> str:
+    """An error's message on one line (numba's span many), cut to `width`."""
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= width else flat[: width - 3] + "..."
+
+
+def warn(what: str) -> None:
+    print(
+        f"warning: {what}; training takes torch's ops on cuda (docs/speed.md, 'On a GPU')",
+        file=sys.stderr,
+    )
+
+
+def failed(kernel, stage: str, error: BaseException) -> KernelFailure:
+    """Records that `kernel` failed (`stage`: compile or launch), warns once for it,
+    and returns the KernelFailure for the caller to raise."""
+    why = f"{stage}: {type(error).__name__}: {one_line(error)}"
+    with _FAILED_LOCK:
+        first = kernel not in _FAILED
+        _FAILED.setdefault(kernel, why)
+    if first:
+        name = getattr(getattr(kernel, "py_func", None), "__qualname__", "kernel")
+        warn(f"the fused CUDA kernel {name} failed to {why}")
+    return KernelFailure(why)
+
+
+def signature(arguments: tuple) -> tuple:
+    """The numba types a launch with these arguments compiles for: numba's typeof of
+    each (a C-contiguous float64 array of its rank, int64, float64)."""
+    import numba
+
+    return tuple(numba.typeof(argument) for argument in arguments)
+
+
+def compile_kernel(kernel, arguments: tuple, device: torch.device) -> None:
+    """numba compiles `kernel` for the arguments' types on the current GPU (its launches
+    then find that code); nothing to do under the simulator (a CPU device)."""
+    if device.type == "cuda":
+        kernel.compile(signature(arguments))
+
+
+def kernels_compile(kernel, arguments: tuple, device: torch.device) -> bool:
+    """Whether `kernel`, the real one of the kind and shape about to train, compiles for
+    these arguments on `device` (once a kernel and signature; numba keeps the code for
+    the launches). On cuda numba compiles it for the current GPU; under the simulator
+    (a CPU device) there is nothing to compile. False, with one warning line naming
+    the error, where it does not (or failed before): the caller trains on torch's ops."""
+    if kernel in _FAILED:
         return False
+    try:
+        compile_kernel(kernel, arguments, device)
+    except Exception as error:  # noqa: BLE001 - any failure: torch's ops train instead
+        failed(kernel, "compile", error)
+        return False
+    return True
 
 
 def as_array(tensor: torch.Tensor):
@@ -110,6 +173,19 @@ def as_array(tensor: torch.Tensor):
 
         return cuda.as_cuda_array(tensor)
     return tensor.numpy()
+
+
+def launch_arguments(
+    flat: torch.Tensor,
+    data: tuple[torch.Tensor, ...],
+    lr: float,
+    loss: torch.Tensor,
+    accuracy: torch.Tensor,
+) -> tuple:
+    """A launch's arguments as the kernels take them, (flat, *data, first, count, lr,
+    loss, accuracy), with 0 for the launch's epochs `first` and `count`."""
+    arrays = [as_array(t.contiguous()) for t in (flat, *data)]
+    return (*arrays, 0, 0, float(lr), as_array(loss), as_array(accuracy))
 
 
 def _launcher(kernel, runs: int, device: torch.device):
@@ -134,17 +210,24 @@ def train_flat(
 ) -> Trained:
     """`epochs` steps of every run by `kernel(flat, *data, first, count, lr, loss,
     accuracy)`, which updates the (S, P) rows `flat` (the parameters in layout
-    order) in place; the runs' parameters, loss and accuracy (epochs, S)."""
+    order) in place; the runs' parameters, loss and accuracy (epochs, S). Raises
+    KernelFailure where the kernel does not compile or a launch fails: `flat` is a
+    copy, so the caller's params are as they were, for torch's ops to train."""
     flat = to_flat(params).contiguous()  # a copy: the caller's params stay as they were
     runs = flat.shape[0]
     loss = flat.new_empty(epochs, runs)
     accuracy = flat.new_empty(epochs, runs)
-    arrays = [as_array(t.contiguous()) for t in (flat, *data)]
-    out = [as_array(loss), as_array(accuracy)]
+    arguments = launch_arguments(flat, data, lr, loss, accuracy)
+    if not kernels_compile(kernel, arguments, flat.device):
+        raise KernelFailure(_FAILED[kernel])
+    arrays, out = arguments[: 1 + len(data)], arguments[-2:]
     launch = _launcher(kernel, runs, flat.device)
     for first in range(0, epochs, EPOCHS_PER_LAUNCH):
         check_stopped()
         count = min(EPOCHS_PER_LAUNCH, epochs - first)
-        launch(*arrays, first, count, float(lr), *out)
+        try:
+            launch(*arrays, first, count, float(lr), *out)
+        except Exception as error:  # noqa: BLE001 - any failure: torch's ops train instead
+            raise failed(kernel, "launch", error) from error
     layout = [(name, tuple(t.shape[1:])) for name, t in params.named.items()]
     return from_flat(flat, params.cfg, layout), loss, accuracy

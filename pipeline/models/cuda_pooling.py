@@ -47,8 +47,6 @@ from pipeline.models.cuda_launch import (
     LOGIT_CLAMP,
     LOGIT_TIE,
     FusedTraining,
-    Trained,
-    train_flat,
 )
 from pipeline.models.parameters import CHANNELS, Params
 
@@ -75,26 +73,49 @@ def flops(pooling: Pooling, steps: int) -> int:
 
 
 @cache
+def extrema():
+    """Device functions (maximum, minimum) of two numbers, for both kernels. Not the
+    builtin max and min: numba 0.66-0.68 fails to type them in CUDA device code
+    ("Signature mismatch: 2 argument types given", numba issue #10753). Each answers
+    as Python's builtin does (the first unless the second is strictly beyond it), so
+    the simulator's numbers stay those of the builtins, NaN included."""
+
+    @cuda.jit(device=True, inline=True)
+    def maximum(a, b):
+        return b if b > a else a
+
+    @cuda.jit(device=True, inline=True)
+    def minimum(a, b):
+        return b if b < a else a
+
+    return maximum, minimum
+
+
+@cache
 def bce_head():
     """A device function of both kernels: torch's BCE with logits for one example,
     (dloss/dlogit / examples, the example's loss, 1.0 where the decision is right).
     Made when a kernel is made, from the `cuda` numba has then (real or simulated)."""
     CLAMP, TIE = LOGIT_CLAMP, LOGIT_TIE
+    maximum, minimum = extrema()
 
     @cuda.jit(device=True, inline=True)
     def bce(logit, label, examples):
-        clamped = min(max(logit, -CLAMP), CLAMP)
+        clamped = minimum(maximum(logit, -CLAMP), CLAMP)
         g = (1.0 / (1.0 + math.exp(-clamped)) - label) / examples
         # (1 - y) o - log_sigmoid(o)
-        loss = (1.0 - label) * logit - min(logit, 0.0) + math.log1p(math.exp(-abs(logit)))
+        loss = (1.0 - label) * logit - minimum(logit, 0.0) + math.log1p(math.exp(-abs(logit)))
         return g, loss, 1.0 if (logit > TIE) == (label > 0.5) else 0.0
 
     return bce
 
 
+@cache
 def pooling_kernel(heads: int, d_k: int, d_v: int, steps: int, sink: bool, offsets: str):
-    """The compiled kernel for one shape of run (numba compiles it on first launch);
-    offsets: 'none', 'fixed' (read from the `fixed` (T, C) array) or 'learned'."""
+    """The kernel for one shape of run, one a process: numba compiles it once for the
+    launches' signature (`cuda_launch.kernels_compile`), whatever the runs and epochs
+    (runtime arguments); offsets: 'none', 'fixed' (read from the `fixed` (T, C) array)
+    or 'learned'."""
     H, DK, DV, T, C = heads, d_k, d_v, steps, CHANNELS
     ROOT = math.sqrt(d_k)
     # Offsets into a run's flat row (`parameters.to_flat`): Wk (H, d_k, C),
@@ -108,6 +129,7 @@ def pooling_kernel(heads: int, d_k: int, d_v: int, steps: int, sink: bool, offse
     HC = H * C
     HAS_SINK, LEARNED, FIXED = sink, offsets == "learned", offsets == "fixed"
     bce = bce_head()
+    maximum = extrema()[0]
 
     @cuda.jit(device=True, inline=True)
     def pooled(inputs, fixed, par, n, t):
@@ -157,7 +179,7 @@ def pooling_kernel(heads: int, d_k: int, d_v: int, steps: int, sink: bool, offse
                     most = par[EXTRA] if HAS_SINK else -math.inf
                     for t in range(T):
                         y0, y1 = pooled(inputs, fixed, par, n, t)
-                        most = max(most, k0 * y0 + k1 * y1)
+                        most = maximum(most, k0 * y0 + k1 * y1)
                     e_sum, ez, ey0, ey1, ezy0, ezy1 = 0.0, 0.0, 0.0, 0.0, 0.0, 0.0
                     for t in range(T):
                         y0, y1 = pooled(inputs, fixed, par, n, t)
@@ -223,16 +245,16 @@ def training(
     inputs: torch.Tensor, labels: torch.Tensor, pooling: Callable[[Params], Pooling]
 ) -> FusedTraining:
     """The kind contract's `fused_training` for a pooling kind: `pooling(params)` says
-    what its runs hold; (params, epochs, lr) -> trained params, loss, accuracy."""
+    what its runs hold; the kernel of their shape and its data."""
 
-    def train(params: Params, epochs: int, lr: float) -> Trained:
+    def kernel(params: Params) -> tuple[Callable, tuple[torch.Tensor, ...]]:
         shape = pooling(params)
         offsets = "learned" if shape.learned_offsets else "none"
         fixed = inputs.new_zeros(1, CHANNELS)  # read only with fixed offsets
         if shape.fixed_offsets is not None:
             offsets, fixed = "fixed", shape.fixed_offsets.to(inputs)
         cfg = params.cfg
-        kernel = pooling_kernel(shape.heads, cfg.d_k, cfg.d_v, inputs.shape[1], shape.sink, offsets)
-        return train_flat(kernel, params, epochs, lr, (inputs, labels.to(inputs), fixed))
+        made = pooling_kernel(shape.heads, cfg.d_k, cfg.d_v, inputs.shape[1], shape.sink, offsets)
+        return made, (inputs, labels.to(inputs), fixed)
 
-    return FusedTraining(train, lambda params: flops(pooling(params), inputs.shape[1]))
+    return FusedTraining(kernel, lambda params: flops(pooling(params), inputs.shape[1]))

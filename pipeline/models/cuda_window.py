@@ -33,17 +33,14 @@ tests/test_cuda_kernels.py runs it in numba's simulator against autograd through
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from functools import cache
 
 import torch
 from numba import cuda, float64  # module globals: the simulator swaps `cuda` in them
 
-from pipeline.models.cuda_launch import (
-    FusedTraining,
-    Trained,
-    train_flat,
-)
-from pipeline.models.cuda_pooling import EXP_FLOPS, bce_head
+from pipeline.models.cuda_launch import FusedTraining
+from pipeline.models.cuda_pooling import EXP_FLOPS, bce_head, extrema
 from pipeline.models.parameters import CHANNELS, Params
 
 
@@ -61,7 +58,8 @@ def flops(window: int, steps: int) -> int:
 
 @cache
 def window_kernel(d_k: int, d_v: int, steps: int, window: int):
-    """The compiled kernel for one shape of run (numba compiles it on first launch)."""
+    """The kernel for one shape of run, one a process: numba compiles it once for the
+    launches' signature (`cuda_launch.kernels_compile`), whatever the runs and epochs."""
     DK, DV, T, C, WIN = d_k, d_v, steps, CHANNELS, window
     ROOT = math.sqrt(d_k)
     # Offsets into a run's flat row (`window.layout`): Wk (d_k, C), Wv (d_v, C),
@@ -74,7 +72,11 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
     WKL = WQL + DK * C
     WVL = WKL + DK * C
     SIZE = WVL + C * C
+    # local arrays' lengths: compile-time constants, computed here (an expression in
+    # the kernel does not type as one)
+    CC, VEC, TC = C * C, 4 * C, T * C
     bce = bce_head()
+    maximum = extrema()[0]
 
     @cuda.jit(device=True, inline=True)
     def layer_max(inputs, n, t, bilinear):
@@ -83,8 +85,8 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
         y0 = bilinear[0] * x0 + bilinear[2] * x1
         y1 = bilinear[1] * x0 + bilinear[3] * x1
         most = -math.inf
-        for j in range(max(0, t - WIN + 1), t + 1):
-            most = max(most, y0 * inputs[n, j, 0] + y1 * inputs[n, j, 1])
+        for j in range(maximum(0, t - WIN + 1), t + 1):
+            most = maximum(most, y0 * inputs[n, j, 0] + y1 * inputs[n, j, 1])
         return y0, y1, most
 
     @cuda.jit
@@ -94,11 +96,11 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
             return
         par = cuda.local.array(SIZE, float64)
         grad = cuda.local.array(SIZE, float64)
-        bilinear = cuda.local.array(C * C, float64)  # A (C, C)
-        dbilinear = cuda.local.array(C * C, float64)
-        vec = cuda.local.array(4 * C, float64)  # u_k, u_v, beta, gamma
-        dvec = cuda.local.array(4 * C, float64)
-        z = cuda.local.array(T * C, float64)  # one example's z_t, score_t, r_t
+        bilinear = cuda.local.array(CC, float64)  # A (C, C)
+        dbilinear = cuda.local.array(CC, float64)
+        vec = cuda.local.array(VEC, float64)  # u_k, u_v, beta, gamma
+        dvec = cuda.local.array(VEC, float64)
+        z = cuda.local.array(TC, float64)  # one example's z_t, score_t, r_t
         score = cuda.local.array(T, float64)
         readout = cuda.local.array(T, float64)
         for i in range(SIZE):
@@ -131,7 +133,7 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
                 for t in range(T):  # the layer, then the pooling's score and readout
                     y0, y1, most = layer_max(inputs, n, t, bilinear)
                     total, z0, z1 = 0.0, 0.0, 0.0
-                    for j in range(max(0, t - WIN + 1), t + 1):
+                    for j in range(maximum(0, t - WIN + 1), t + 1):
                         p0, p1 = inputs[n, j, 0], inputs[n, j, 1]
                         e = math.exp(y0 * p0 + y1 * p1 - most)
                         total += e
@@ -142,7 +144,7 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
                     z[t * C], z[t * C + 1] = z0, z1
                     score[t] = vec[0] * x0 + vec[1] * x1 + vec[4] * z0 + vec[5] * z1
                     readout[t] = vec[2] * x0 + vec[3] * x1 + vec[6] * z0 + vec[7] * z1
-                    pool_max = max(pool_max, score[t])
+                    pool_max = maximum(pool_max, score[t])
                 pool_sum, weighted = 0.0, 0.0
                 for t in range(T):
                     e = math.exp(score[t] - pool_max)
@@ -171,7 +173,7 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
                     mean = dz0 * z0 + dz1 * z1
                     y0, y1, most = layer_max(inputs, n, t, bilinear)
                     total, e0, e1 = 0.0, 0.0, 0.0
-                    for j in range(max(0, t - WIN + 1), t + 1):
+                    for j in range(maximum(0, t - WIN + 1), t + 1):
                         p0, p1 = inputs[n, j, 0], inputs[n, j, 1]
                         e = math.exp(y0 * p0 + y1 * p1 - most)
                         total += e
@@ -224,12 +226,12 @@ def window_kernel(d_k: int, d_v: int, steps: int, window: int):
 
 
 def training(inputs: torch.Tensor, labels: torch.Tensor) -> FusedTraining:
-    """The kind contract's `fused_training` for window: (params, epochs, lr) -> trained
-    params, loss, accuracy."""
+    """The kind contract's `fused_training` for window: the kernel of the runs' shape
+    and its data."""
 
-    def train(params: Params, epochs: int, lr: float) -> Trained:
+    def kernel(params: Params) -> tuple[Callable, tuple[torch.Tensor, ...]]:
         cfg = params.cfg
-        kernel = window_kernel(cfg.d_k, cfg.d_v, inputs.shape[1], cfg.window)
-        return train_flat(kernel, params, epochs, lr, (inputs, labels.to(inputs)))
+        made = window_kernel(cfg.d_k, cfg.d_v, inputs.shape[1], cfg.window)
+        return made, (inputs, labels.to(inputs))
 
-    return FusedTraining(train, lambda params: flops(params.cfg.window, inputs.shape[1]))
+    return FusedTraining(kernel, lambda params: flops(params.cfg.window, inputs.shape[1]))

@@ -37,10 +37,10 @@ def init_params(
     dtype: torch.dtype = torch.float64,
     device: torch.device | str = "cpu",
 ) -> Params:
-    """Run k starts from stream(data_seed + k)."""
+    """Run k starts from stream(data_seed + k), drawn in bulk (`parameters.init_runs`)."""
     shapes = layout(cfg, steps)
-    rows = [layouts.init_run(data_seed + k, shapes, cfg.init_scale) for k in run_seeds]
-    return layouts.from_flat(torch.tensor(rows, dtype=dtype, device=device), cfg, shapes)
+    rows = layouts.init_runs([data_seed + k for k in run_seeds], shapes, cfg.init_scale)
+    return layouts.from_flat(rows.to(dtype=dtype, device=device), cfg, shapes)
 
 
 def kind(name: str) -> Kind:

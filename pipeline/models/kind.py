@@ -124,7 +124,8 @@ class Kind:
         return None
 
     def fused_training(self, inputs: torch.Tensor, labels: torch.Tensor):
-        """(params, epochs, lr) -> (trained params, loss, accuracy (epochs, S)) by a fused
+        """A `cuda_launch.FusedTraining` (the kernel of the runs' shape; called,
+        (params, epochs, lr) -> (trained params, loss, accuracy (epochs, S))) by a fused
         kernel on the inputs' device, or None: `train.train`'s epochs."""
         return None
 

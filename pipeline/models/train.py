@@ -21,7 +21,7 @@ from pipeline import ties
 from pipeline.config import ModelConfig, TrainConfig
 from pipeline.device import resolve_device
 from pipeline.errors import DivergenceError
-from pipeline.models import interface
+from pipeline.models import cuda_launch, interface
 from pipeline.models.parameters import Params, cat_runs, to_flat
 from pipeline.models.pooling import probability
 from pipeline.models.threads import available, check_stopped, run_jobs
@@ -70,20 +70,36 @@ def train(
     pipeline/models/pooling_gradients.py; window's fused kernel on the CPU) takes it
     unless `autograd`, in its own blocks (`training_block`); tests/test_models.py
     checks each fast path against the definition. On a cuda device a kind's fused
-    kernel trains every epoch at once (`fused_training`: tests/test_cuda_kernels.py).
+    kernel trains every epoch at once (`fused`: tests/test_cuda_kernels.py), or,
+    where it does not compile or launch, torch's ops do.
     With `check`, a run that reached NaN or inf raises DivergenceError; without, the
     caller looks at `finite_runs` itself (the seed study names the seeds).
     """
     keep_freed_memory()
-    fused = None if autograd else interface.fused_training(params, inputs, labels)
-    if fused is not None:  # on cuda: every epoch in one kernel (cuda_launch.py)
-        params, loss, acc = fused(params, epochs, lr)
-        history = History(loss, acc)
+    trained = None if autograd else fused(params, inputs, labels, epochs, lr)
+    if trained is not None:
+        params, history = trained
     else:
         params, history = stepped(params, inputs, labels, epochs, lr, autograd)
     if check:
         check_finite(history.loss, params, lr)
     return params.map(settle), history
+
+
+def fused(
+    params: Params, inputs: torch.Tensor, labels: torch.Tensor, epochs: int, lr: float
+) -> tuple[Params, History] | None:
+    """On cuda, every epoch in the kind's fused kernel (cuda_launch.py); None where the
+    kind has none here, or where its kernel failed to compile or launch (a warning line
+    names the error, once a kernel): then torch's ops train, from the same params."""
+    training = interface.fused_training(params, inputs, labels)
+    if training is None:
+        return None
+    try:
+        params, loss, acc = training(params, epochs, lr)
+    except cuda_launch.KernelFailure:
+        return None
+    return params, History(loss, acc)
 
 
 def stepped(
