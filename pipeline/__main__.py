@@ -19,6 +19,7 @@ COMMANDS = {
     "server": "pipeline.scaleout.server",
     "merge_study": "pipeline.scaleout.merge_study",
     "cuda-check": "pipeline.models.cuda_check",
+    "check-params": "pipeline.config.pulled",
 }
 
 

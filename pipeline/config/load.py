@@ -128,14 +128,15 @@ def check_conf_yaml(conf_dir: Path = CONF_DIR) -> None:
         check_one_reading(text, read, _shown(path), group)
 
 
-def checked_yaml(path: Path) -> str:
+def checked_yaml(path: Path, data: bytes | None = None) -> str:
     """The text of a YAML file of ours (params.yaml, conf/), refused in one line naming
     the file and the place when it is not UTF-8, not YAML, or uses an alias.
 
     An alias is refused outright: DVC writes none, conf/ has none, and OmegaConf copies
     every alias's value, so 9 levels of 9 aliases in a 2.5 kB file ran for minutes
-    ("billion laughs"). The scan reads yaml's events, which never expand an alias."""
-    data = path.read_bytes()
+    ("billion laughs"). The scan reads yaml's events, which never expand an alias.
+    `data`: the file's bytes, where they come from elsewhere (a git revision)."""
+    data = path.read_bytes() if data is None else data
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -182,12 +183,13 @@ def yaml_error(path: Path, err: yaml.YAMLError) -> str:
     return f"invalid YAML in {name}{where}: {problem}"
 
 
-def load_params(path: Path | None = None) -> Config:
-    """Read and validate params.yaml (the DVC stages' view of the config)."""
+def load_params(path: Path | None = None, data: bytes | None = None) -> Config:
+    """Read and validate params.yaml (the DVC stages' view of the config). `data`: its
+    bytes from elsewhere (a git revision: `path` then only names it in messages)."""
     path = path or Path.cwd() / PARAMS_FILE
-    if not path.exists():
+    if data is None and not path.exists():
         raise ConfigError(f"missing {path}: run `python -m pipeline.params` to write it")
-    text = checked_yaml(path)
+    text = checked_yaml(path, data)
     try:
         read = yaml_1_1(text)
         _check_shape(path, read)
@@ -198,6 +200,8 @@ def load_params(path: Path | None = None) -> Config:
     try:
         cfg = validate(raw)
     except ConfigError as err:
+        if data is not None:
+            raise
         raise ConfigError(f"{err}{_rejected_value_hint(path)}") from None
     check_store_choice(cfg.tracking.uri, project_roots(path.absolute().parent), "params.yaml")
     return cfg
