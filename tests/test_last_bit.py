@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pipeline.config import compose, validate
 from tests import stage_runs
 from tests.last_bit import LastBitNudge, nudge_numba, nudged
 
@@ -16,9 +17,15 @@ from tests.last_bit import LastBitNudge, nudge_numba, nudged
 GROUPS = {**stage_runs.GROUPS, "field": stage_runs.field_stages}
 
 
+# The abstraction stage's fit long enough for a last bit to grow into another map
+# there before its steps were settled (150 steps on 64 pairs: the small config's 20
+# steps never showed it).
+LONGER_FIT = ["abstraction.epochs=150", "abstraction.pairs=64"]
+
+
 @pytest.fixture(scope="module")
 def cfg():
-    return stage_runs.small_config("cpu")
+    return validate(compose([*stage_runs.OVERRIDES, *LONGER_FIT]))
 
 
 @pytest.fixture(autouse=True)
