@@ -210,11 +210,13 @@ def test_the_section_and_the_headline_read_the_document():
     )
     text = abstraction_section(document)
     # seed 2 at init: accuracy 0.4, non-linear IIA 0.95: the most "implementing" run
-    assert "Most so: seed 2 (accuracy 0.4000, IIA 0.6000 linear, 0.9500 non-linear)" in text
+    assert (
+        "Most so: seed 2 (accuracy 0.4000, IIA 0.6000 linear, 0.9500 non-linear, chaotic)" in text
+    )
     assert "the non-linear map 0.7750 (1 of 2)" in text  # random runs at 0.9 or above
     assert "run 1 0.9000 / 0.9500 trained, 0.5000 / 0.6000 at init" in text
     assert "at init (random) rotation + RevNet: 1 of 2 (seeds 2; IIA moved up to 0.1000)" in text
-    assert "at init (random) 1 runs, IIA 0.5000 / 0.6000, gain 0.1000" in text
+    assert "at init (random) 1 run, IIA 0.5000 / 0.6000, gain 0.1000" in text
 
 
 def test_the_summary_keeps_chaotic_runs_out_of_the_stable_means():

@@ -36,13 +36,15 @@ def iia_table(document: dict) -> pd.DataFrame:
 
 
 def most_implementing(entry: dict, seeds: list[int]) -> list[str]:
-    """The random runs whose non-linear IIA exceeds their own accuracy the most."""
+    """The random runs whose non-linear IIA exceeds their own accuracy the most, a
+    chaotic one marked so (its IIA is the fit's, not the run's)."""
     accuracy = entry["per_seed_heldout_accuracy"]
     linear, nonlinear = entry["linear"]["per_seed_iia"], entry["nonlinear"]["per_seed_iia"]
+    chaotic = set(entry["nonlinear"]["chaotic_seeds"])
     order = sorted(range(len(seeds)), key=lambda i: (accuracy[i] - nonlinear[i], i))
     return [
         f"seed {seeds[i]} (accuracy {accuracy[i]:.4f}, IIA {linear[i]:.4f} linear, "
-        f"{nonlinear[i]:.4f} non-linear)"
+        f"{nonlinear[i]:.4f} non-linear{', chaotic' if seeds[i] in chaotic else ''})"
         for i in order[:SHOWN]
     ]
 
@@ -98,6 +100,10 @@ def reading(document: dict) -> list[str]:
     ]
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def chaos_reading(document: dict) -> str:
     """Which runs' IIA a one-unit nudge of the map's start moves, and the headline's
     means over the rest."""
@@ -114,7 +120,7 @@ def chaos_reading(document: dict) -> str:
         stable = entry["stable"]
         if stable["seeds"]:
             means.append(
-                f"{CONDITION_NAMES[condition]} {len(stable['seeds'])} runs, IIA "
+                f"{CONDITION_NAMES[condition]} {plural(len(stable['seeds']), 'run')}, IIA "
                 f"{stable['iia_linear']:.4f} / {stable['iia_nonlinear']:.4f}, gain "
                 f"{stable['nonlinear_gain']:.4f}"
             )
