@@ -210,6 +210,12 @@ def test_deleted_store_gets_the_state_again(repo, tmp_path):
     store.rename(kept)
     try:
         assert dvc(repo, "status").stdout.strip() == UP_TO_DATE  # documented
+        # Issue 59, item 3: DVC cannot see it; what reads the store says what to run.
+        history = subprocess.run(
+            [sys.executable, "-m", "pipeline", "history"], cwd=repo, capture_output=True, text=True
+        )
+        assert history.returncode == 1 and history.stderr.count("\n") == 1
+        assert "no such database (`dvc repro -sf track` logs the workspace's" in history.stderr
         result = dvc(repo, "repro", "-sf", "track")
         assert ran_stages(result.stdout) == {"track"}
         assert "\nlogged: run " in result.stdout
@@ -226,6 +232,39 @@ def test_deleted_store_gets_the_state_again(repo, tmp_path):
         assert (len(parents), len(children)) == (1, 2)
     finally:
         kept.replace(store)
+
+
+def test_deleted_artifacts_come_back_with_the_next_repro(repo, tmp_path):
+    """Issue 59, item 3: after `rm -rf mlartifacts` (alone, or with mlflow.db) the
+    next `dvc repro` logs again, and `dvc status` is clean after it: the track stage's
+    marker inside mlartifacts/ went with them."""
+    artifacts, store, kept = repo / "mlartifacts", repo / "mlflow.db", repo / "mlflow.db.kept"
+    models = sorted(artifacts.rglob("MLmodel"))
+    assert models and sorted(artifacts.rglob("metrics.json"))
+    shutil.rmtree(artifacts)
+    assert "mlartifacts/.tracked.json" in dvc(repo, "status").stdout
+    result = dvc(repo, "repro")
+    assert ran_stages(result.stdout) == {"track"}
+    assert "already logged: run " in result.stdout  # the state, found; its files again
+    assert sorted(artifacts.rglob("MLmodel")) == models and sorted(artifacts.rglob("metrics.json"))
+    assert dvc(repo, "status").stdout.strip() == UP_TO_DATE
+    # Both: a new store, logged at the next repro.
+    store.rename(kept)
+    try:
+        shutil.rmtree(artifacts)
+        result = dvc(repo, "repro")
+        assert ran_stages(result.stdout) == {"track"} and "\nlogged: run " in result.stdout
+        assert dvc(repo, "status").stdout.strip() == UP_TO_DATE
+        shutil.copyfile(store, tmp_path / "both.db")  # this process's MLflow keeps it open
+        parents, children = tracking.search_parent_runs(
+            f"sqlite:///{tmp_path / 'both.db'}", EXPERIMENT
+        )
+        assert (len(parents), len(children)) == (1, 2)
+    finally:
+        kept.replace(store)
+    # The first store back, its artifacts logged again for the tests below.
+    assert "already logged: run " in dvc(repo, "repro", "-sf", "track").stdout
+    assert set(models) <= set(artifacts.rglob("MLmodel"))
 
 
 def test_a_change_reruns_only_the_stages_that_read_it(repo):
@@ -375,6 +414,28 @@ def test_exp_run_set_param_composes_conf(repo):
     # Issue 50, item 7: up to date, the track stage's marker included.
     assert dvc(repo, "status").stdout.strip() == UP_TO_DATE
     assert ran_stages(dvc(repo, "repro").stdout) == set()  # nothing to recompute
+    # Issue 59, item 2: docs/tracking.md's model snippet loads the workspace's run 2
+    # after the way back (it loaded the experiment's), and after `dvc exp apply`.
+    assert snippet_accuracy(repo) == metrics_of(repo)["runs"]["2"]["heldout_accuracy"]
+    dvc(repo, "exp", "apply", logged.iloc[0]["tags.dvc.exp_name"])
+    applied = metrics_of(repo)
+    assert applied == expected_metrics("train.epochs=40", "train.lr=0.3")
+    assert snippet_accuracy(repo) == applied["runs"]["2"]["heldout_accuracy"]
+    for command in WAY_BACK:
+        subprocess.run(command, shell=True, cwd=repo, check=True, capture_output=True)
+    assert changed_files(repo) == [] and metrics_of(repo) == expected_metrics()
+
+
+def snippet_accuracy(repo: Path) -> float:
+    """What docs/tracking.md's model snippet prints, run in `repo`, at 8 decimals (as
+    metrics.json keeps it)."""
+    docs = (PROJECT_ROOT / "docs/tracking.md").read_text()
+    snippet = docs.split("\n## Models\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    result = subprocess.run(
+        [sys.executable, "-c", snippet], cwd=repo, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    return round(float(result.stdout.split()[-1]), 8)
 
 
 def test_the_readme_gives_the_way_back():
