@@ -133,14 +133,14 @@ def test_the_readme_s_order_shares_the_files_and_nothing_is_recomputed(tmp_path)
     restore_params(a)
     git_commit(a, "small config")
     run(a, "git", "remote", "set-url", "origin", str(origin))
-    run(a, "git", "push", "-q", "origin", "HEAD:main")
+    run(a, "git", "push", "-q", "origin", "HEAD:refs/heads/main")
 
     # The README's "Next" block: the experiment first.
     assert ran_stages(run(a, "dvc", "exp", "run", "-n", EXPERIMENT, "-S", "train.lr=0.3")) == RERUN
     # Then docs/sharing.md's remote, added, committed and pushed.
     run(a, "dvc", "remote", "add", "-d", "storage", str(storage))
     committed(a, ".dvc/config", message="DVC remote")
-    run(a, "git", "push", "-q", "origin", "HEAD:main")
+    run(a, "git", "push", "-q", "origin", "HEAD:refs/heads/main")
     # Then the README's share line.
     line = SHARE.replace("<exp>", EXPERIMENT)
     shared = run(a, *line.split())
