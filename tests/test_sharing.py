@@ -48,10 +48,11 @@ def run(cwd: Path, *command: str) -> str:
 
 def outputs(repo: Path) -> dict[str, str]:
     """sha256 of every file each stage of dvc.lock writes (git-tracked or DVC-cached),
-    but the track stage's git-ignored record of what it logged (none here)."""
+    but the track stage's git-ignored markers of what it logged (none here)."""
     lock = yaml.safe_load((repo / "dvc.lock").read_text())
     outs = [out["path"] for name, stage in lock["stages"].items() for out in stage["outs"]]
-    paths = [repo / path for path in outs if path != ".mlflow-state.json"]
+    markers = (".mlflow-state.json", "mlartifacts/.tracked.json")
+    paths = [repo / path for path in outs if path not in markers]
     files = [f for p in paths for f in ([p] if p.is_file() else sorted(p.rglob("*")))]
     return {
         str(f.relative_to(repo)): hashlib.sha256(f.read_bytes()).hexdigest()
