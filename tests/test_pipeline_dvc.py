@@ -418,6 +418,8 @@ def test_exp_run_set_param_composes_conf(repo):
     parents, _ = parent_runs(repo)
     logged = parents[parents["tags.dvc.exp_name"].notna()]
     assert len(logged) == 1 and logged.iloc[0]["params.train.lr"] == "0.3"
+    experiment = run_2_snippet(repo)  # the experiment's run 2, as the snippet loads it
+    assert experiment[0] == metrics_of(repo)["runs"]["2"]["heldout_accuracy"]
 
     # The way back to the lesson, as the README gives it: git's files, then DVC's.
     for command in WAY_BACK:
@@ -428,27 +430,33 @@ def test_exp_run_set_param_composes_conf(repo):
     assert dvc(repo, "status").stdout.strip() == UP_TO_DATE
     assert ran_stages(dvc(repo, "repro").stdout) == set()  # nothing to recompute
     # Issue 59, item 2: docs/tracking.md's model snippet loads the workspace's run 2
-    # after the way back (it loaded the experiment's), and after `dvc exp apply`.
-    assert snippet_accuracy(repo) == metrics_of(repo)["runs"]["2"]["heldout_accuracy"]
+    # after the way back (it loaded the experiment's), and after `dvc exp apply`. The
+    # small config's two runs 2 can score alike: their probabilities tell them apart.
+    lesson = run_2_snippet(repo)
+    assert lesson[0] == metrics_of(repo)["runs"]["2"]["heldout_accuracy"]
+    assert lesson[1] != experiment[1]
     dvc(repo, "exp", "apply", logged.iloc[0]["tags.dvc.exp_name"])
     applied = metrics_of(repo)
     assert applied == expected_metrics("train.epochs=40", "train.lr=0.3")
-    assert snippet_accuracy(repo) == applied["runs"]["2"]["heldout_accuracy"]
+    assert run_2_snippet(repo) == experiment
     for command in WAY_BACK:
         subprocess.run(command, shell=True, cwd=repo, check=True, capture_output=True)
     assert changed_files(repo) == [] and metrics_of(repo) == expected_metrics()
 
 
-def snippet_accuracy(repo: Path) -> float:
-    """What docs/tracking.md's model snippet prints, run in `repo`, at 8 decimals (as
-    metrics.json keeps it)."""
+def run_2_snippet(repo: Path) -> tuple[float, str]:
+    """What docs/tracking.md's model snippet prints, run in `repo`: the held-out
+    accuracy at 8 decimals (as metrics.json keeps it), and the sum of the loaded
+    model's probabilities (which model it is)."""
     docs = (PROJECT_ROOT / "docs/tracking.md").read_text()
     snippet = docs.split("\n## Models\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    snippet += 'print(repr(float(out["probability"].sum())))\n'
     result = subprocess.run(
         [sys.executable, "-c", snippet], cwd=repo, capture_output=True, text=True, timeout=300
     )
     assert result.returncode == 0, result.stderr
-    return round(float(result.stdout.split()[-1]), 8)
+    accuracy, probabilities = result.stdout.split()[-2:]
+    return round(float(accuracy), 8), probabilities
 
 
 def test_the_readme_gives_the_way_back():
