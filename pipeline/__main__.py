@@ -16,6 +16,7 @@ COMMANDS = {
     "history": "pipeline.browse.history",
     "compare": "pipeline.browse.compare",
     "diff": "pipeline.browse.diff",
+    "share": "pipeline.sharing",
     "server": "pipeline.scaleout.server",
     "merge_study": "pipeline.scaleout.merge_study",
     "cuda-check": "pipeline.models.cuda_check",

@@ -809,3 +809,34 @@ def test_check_params_passes_the_project_s_own_params_and_names_a_missing_revisi
     assert "no alias, one reading for every key" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no params.yaml at 'nope'"):
         pulled.main(["nope"])
+
+
+@pytest.mark.parametrize("override", ["train.lr=-1", "+train.lrr=0.3"])
+def test_a_refused_exp_run_value_puts_params_yaml_back_as_it_was(override, tmp_path, monkeypatch):
+    """Issue 59, item 5: `dvc exp run -S train.lr=-1` was refused in one line but left
+    ` M params.yaml`. Here the stage's side of it: params.yaml as DVC writes it for the
+    override, refused, and the baseline commit's bytes back in place."""
+    from pipeline.config import load
+
+    committed = (PROJECT_ROOT / PARAMS_FILE).read_text()
+    (tmp_path / PARAMS_FILE).write_text(committed)
+    for command in (["init", "-q"], ["add", PARAMS_FILE], ["commit", "-qm", "lesson"]):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *command], cwd=tmp_path, check=True
+        )
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True
+    ).stdout.strip()
+    from omegaconf import OmegaConf
+
+    written = compose([override])  # DVC's compose of conf/ with the override
+    (tmp_path / PARAMS_FILE).write_text(OmegaConf.to_yaml(written, resolve=True))
+    monkeypatch.setattr(load, "PROJECT_ROOT", tmp_path)
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    monkeypatch.setenv("DVC_EXP_BASELINE_REV", head)
+    with pytest.raises(ConfigError) as refused:
+        load.load_params(tmp_path / PARAMS_FILE)
+    message = str(refused.value)
+    assert "\n" not in message and override.lstrip("+").split("=")[0] in message
+    assert f"params.yaml put back as it was, commit {head[:7]}'s" in message
+    assert (tmp_path / PARAMS_FILE).read_text() == committed

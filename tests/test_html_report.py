@@ -149,10 +149,13 @@ WIDEST = 1000
 def test_every_table_fits_and_every_caption_shows_in_a_browser():
     """Issue 50, item 6: 5 of the report's 24 tables were wider than the page (1547 px
     at 1280). report.html in headless chromium at 1280 x 900: every table at most
-    1000 px wide, nothing wider than the window, every figure's caption drawn."""
+    1000 px wide, nothing wider than the window, every figure's caption drawn. Issue
+    59, item 4: as many tables as report.md has, and no paragraph of pipes (a `|` in
+    a column's name split two tables' rows)."""
     from pathlib import Path
 
     from scripts.mlflow_ui import CHROMIUM, chromium_page
+    from tests.test_tables import markdown_tables
 
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no browser at {CHROMIUM} (apt install chromium)")
@@ -166,6 +169,11 @@ def test_every_table_fits_and_every_caption_shows_in_a_browser():
             "figcaption", "all => all.map(c => [c.textContent, c.getBoundingClientRect().height])"
         )
         scroll = page.evaluate("document.documentElement.scrollWidth")
+        piped = page.eval_on_selector_all(
+            "p", "all => all.map(p => p.innerText).filter(t => t.trim().startsWith('|'))"
+        )
+    assert len(widths) == markdown_tables((PROJECT_ROOT / "reports/report.md").read_text())
+    assert piped == [], piped[:2]
     assert len(widths) >= 24 and max(widths) <= WIDEST, sorted(widths)[-3:]
     assert scroll <= 1280
     assert len(captions) == report.read_text().count("<figcaption>") >= 17

@@ -210,6 +210,12 @@ def test_deleted_store_gets_the_state_again(repo, tmp_path):
     store.rename(kept)
     try:
         assert dvc(repo, "status").stdout.strip() == UP_TO_DATE  # documented
+        # Issue 59, item 3: DVC cannot see it; what reads the store says what to run.
+        history = subprocess.run(
+            [sys.executable, "-m", "pipeline", "history"], cwd=repo, capture_output=True, text=True
+        )
+        assert history.returncode == 1 and history.stderr.count("\n") == 1
+        assert "no such database (`dvc repro -sf track` logs the workspace's" in history.stderr
         result = dvc(repo, "repro", "-sf", "track")
         assert ran_stages(result.stdout) == {"track"}
         assert "\nlogged: run " in result.stdout
@@ -226,6 +232,52 @@ def test_deleted_store_gets_the_state_again(repo, tmp_path):
         assert (len(parents), len(children)) == (1, 2)
     finally:
         kept.replace(store)
+
+
+def test_deleted_artifacts_come_back_with_the_next_repro(repo, tmp_path):
+    """Issue 59, item 3: after `rm -rf mlartifacts` (alone, or with mlflow.db) the
+    next `dvc repro` logs again, and `dvc status` is clean after it: the track stage's
+    marker inside mlartifacts/ went with them."""
+    artifacts, store, kept = repo / "mlartifacts", repo / "mlflow.db", repo / "mlflow.db.kept"
+    models = registered_model_files(repo, tmp_path)
+    assert models and all(path.is_file() for path in models)
+    shutil.rmtree(artifacts)
+    assert "mlartifacts/.tracked.json" in dvc(repo, "status").stdout
+    result = dvc(repo, "repro")
+    assert ran_stages(result.stdout) == {"track"}
+    assert "already logged: run " in result.stdout  # the state, found; its files again
+    assert all(path.is_file() for path in models) and sorted(artifacts.rglob("metrics.json"))
+    assert dvc(repo, "status").stdout.strip() == UP_TO_DATE
+    # Both: a new store, logged at the next repro.
+    store.rename(kept)
+    try:
+        shutil.rmtree(artifacts)
+        result = dvc(repo, "repro")
+        assert ran_stages(result.stdout) == {"track"} and "\nlogged: run " in result.stdout
+        assert dvc(repo, "status").stdout.strip() == UP_TO_DATE
+        shutil.copyfile(store, tmp_path / "both.db")  # this process's MLflow keeps it open
+        parents, children = tracking.search_parent_runs(
+            f"sqlite:///{tmp_path / 'both.db'}", EXPERIMENT
+        )
+        assert (len(parents), len(children)) == (1, 2)
+    finally:
+        kept.replace(store)
+    # The first store back, its artifacts logged again for the tests below.
+    assert "already logged: run " in dvc(repo, "repro", "-sf", "track").stdout
+    assert all(path.is_file() for path in models)
+
+
+def registered_model_files(repo: Path, tmp_path: Path) -> list[Path]:
+    """The MLmodel file of each version registered in the repo's store (read in a
+    copy: this process's MLflow keeps a store it opened open)."""
+    from mlflow.tracking import MlflowClient
+
+    from pipeline.tracking import registered
+
+    shutil.copyfile(repo / "mlflow.db", tmp_path / "models.db")
+    client = MlflowClient(f"sqlite:///{tmp_path / 'models.db'}")
+    found = client.search_model_versions(f"name = '{EXPERIMENT}'")
+    return [path for version in found for path in registered.model_files(client, version)]
 
 
 def test_a_change_reruns_only_the_stages_that_read_it(repo):
@@ -255,10 +307,8 @@ def test_invalid_value_via_exp_run_names_the_key_and_keeps_outputs(repo):
     assert result.returncode == 255  # DVC's own exit code; the stage itself exits 1
     output = result.stdout + result.stderr
     assert "invalid config value train.lr=-1" in output
-    # The rejected value stays in params.yaml; the error says how to restore it.
-    assert "lr: -1" in (repo / "params.yaml").read_text()
-    assert "`python -m pipeline.params` restores params.yaml from conf/" in output
-    restore_params(repo)
+    # Issue 59, item 5: the refusing stage puts params.yaml back as it was.
+    assert "params.yaml put back as it was, commit " in output
     assert subprocess.run(["git", "diff", "--quiet", "params.yaml"], cwd=repo).returncode == 0
     assert digests(repo) == before
 
@@ -368,6 +418,8 @@ def test_exp_run_set_param_composes_conf(repo):
     parents, _ = parent_runs(repo)
     logged = parents[parents["tags.dvc.exp_name"].notna()]
     assert len(logged) == 1 and logged.iloc[0]["params.train.lr"] == "0.3"
+    experiment = run_2_snippet(repo)  # the experiment's run 2, as the snippet loads it
+    assert experiment[0] == metrics_of(repo)["runs"]["2"]["heldout_accuracy"]
 
     # The way back to the lesson, as the README gives it: git's files, then DVC's.
     for command in WAY_BACK:
@@ -377,6 +429,34 @@ def test_exp_run_set_param_composes_conf(repo):
     # Issue 50, item 7: up to date, the track stage's marker included.
     assert dvc(repo, "status").stdout.strip() == UP_TO_DATE
     assert ran_stages(dvc(repo, "repro").stdout) == set()  # nothing to recompute
+    # Issue 59, item 2: docs/tracking.md's model snippet loads the workspace's run 2
+    # after the way back (it loaded the experiment's), and after `dvc exp apply`. The
+    # small config's two runs 2 can score alike: their probabilities tell them apart.
+    lesson = run_2_snippet(repo)
+    assert lesson[0] == metrics_of(repo)["runs"]["2"]["heldout_accuracy"]
+    assert lesson[1] != experiment[1]
+    dvc(repo, "exp", "apply", logged.iloc[0]["tags.dvc.exp_name"])
+    applied = metrics_of(repo)
+    assert applied == expected_metrics("train.epochs=40", "train.lr=0.3")
+    assert run_2_snippet(repo) == experiment
+    for command in WAY_BACK:
+        subprocess.run(command, shell=True, cwd=repo, check=True, capture_output=True)
+    assert changed_files(repo) == [] and metrics_of(repo) == expected_metrics()
+
+
+def run_2_snippet(repo: Path) -> tuple[float, str]:
+    """What docs/tracking.md's model snippet prints, run in `repo`: the held-out
+    accuracy at 8 decimals (as metrics.json keeps it), and the sum of the loaded
+    model's probabilities (which model it is)."""
+    docs = (PROJECT_ROOT / "docs/tracking.md").read_text()
+    snippet = docs.split("\n## Models\n", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    snippet += 'print(repr(float(out["probability"].sum())))\n'
+    result = subprocess.run(
+        [sys.executable, "-c", snippet], cwd=repo, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    accuracy, probabilities = result.stdout.split()[-2:]
+    return round(float(accuracy), 8), probabilities
 
 
 def test_the_readme_gives_the_way_back():

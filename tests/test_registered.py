@@ -1,5 +1,6 @@
 """Each seed's model in MLflow (pipeline/tracking/registered.py and pyfunc.py): logged
-once per state, registered under the experiment's name with aliases run-<seed>, and
+once per state, registered under the experiment's name with aliases
+run-<seed>-<models> (the models' md5 in dvc.lock), and
 loaded by URI in a fresh process, where it reproduces the lesson's held-out accuracy."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 import torch
 
 from pipeline import tracking
-from pipeline.config import PROJECT_ROOT
+from pipeline.config import PROJECT_ROOT, Config
 from pipeline.models import frames, interface
 from pipeline.stages import generate
 from pipeline.tracking import record, registered
@@ -27,24 +28,27 @@ from tests.heldout_lesson import heldout_lesson
 from tests.test_tracking import committed_state
 
 NAME = "test"  # committed_state's experiment: the registered model's name too
+# The committed models' md5 in dvc.lock, as the track stage reads it.
+LESSON_MODELS = tracking.lock_hashes(PROJECT_ROOT / "dvc.lock", Config())["dvc.models_md5"]
+OTHER_MODELS = "0123456789abcdef0123456789abcdef"  # an experiment's retrained models
 
 
-def lesson_state(cfg, uri: str) -> tracking.PipelineState:
+def lesson_state(cfg, uri: str, models: str = LESSON_MODELS) -> tracking.PipelineState:
     """The committed state with the lesson's sequences and trained parameters."""
     lesson = heldout_lesson(cfg)
-    state = committed_state(cfg, uri)
+    state = committed_state(cfg, uri, **{"dvc.models_md5": models})
     state.sequences, _ = generate.run(cfg)
     state.parameters = frames.params_to_frame(lesson.params, lesson.seeds, cfg.model, 12)
     return state
 
 
 def aliases(uri: str) -> dict[str, str]:
+    """{alias: version} of the registered model."""
     from mlflow.tracking import MlflowClient
 
-    client = MlflowClient(uri)
     return {
-        alias: client.get_model_version_by_alias(NAME, alias).version
-        for alias in ("run-1", "run-2")
+        name: version
+        for name, version in MlflowClient(uri).get_registered_model(NAME).aliases.items()
     }
 
 
@@ -65,7 +69,7 @@ def test_run_2_loads_by_alias_in_a_fresh_process_and_scores_the_lesson_s_accurac
 import json, sys
 import numpy as np
 import mlflow.pyfunc
-model = mlflow.pyfunc.load_model("models:/{NAME}@run-2")
+model = mlflow.pyfunc.load_model("models:/{NAME}@run-2-{LESSON_MODELS[:8]}")
 out = model.predict(np.load(sys.argv[1]))
 json.dump({{k: v.tolist() for k, v in out.items()}}, sys.stdout)
 """
@@ -100,10 +104,12 @@ def test_each_seed_has_a_version_with_its_alias_signature_and_example(
     parent, _ = tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
     found = {v.tags["seed"]: v for v in versions(store)}
     assert set(found) == {"1", "2"}
-    assert aliases(store) == {"run-1": found["1"].version, "run-2": found["2"].version}
+    lesson = {f"run-{seed}-{LESSON_MODELS[:8]}": found[seed].version for seed in ("1", "2")}
+    assert aliases(store) == lesson
     for seed, version in found.items():
         assert version.tags["parent_run"] == parent and version.tags["version"] == "abc1234"
-        info = get_model_info(f"models:/{NAME}@run-{seed}")
+        assert version.tags["dvc.models_md5"] == LESSON_MODELS
+        info = get_model_info(f"models:/{NAME}@run-{seed}-{LESSON_MODELS[:8]}")
         inputs, outputs = info.signature.inputs, info.signature.outputs
         assert [spec.shape for spec in inputs.inputs] == [(-1, 12, 2)]
         assert {spec.name: spec.shape for spec in outputs.inputs} == {
@@ -113,24 +119,50 @@ def test_each_seed_has_a_version_with_its_alias_signature_and_example(
         assert info.saved_input_example_info["type"] == "ndarray"
 
 
-def test_a_state_s_models_are_logged_once_and_the_aliases_follow_the_tracked_state(
-    default_cfg, store
-):
+def test_a_state_s_models_are_logged_once_and_each_alias_names_its_models(default_cfg, store):
+    """Issue 59, item 2: `run-2` named the state tracked last, so after the way back
+    (no stage reruns) it was the experiment's model. Each alias now names its models:
+    another state's models get aliases of their own, and the lesson's stay."""
     lesson = lesson_state(default_cfg, store)
     tracking.log_state(lesson, registered.log_models)
     first = aliases(store)
+    assert set(first) == {f"run-{seed}-{LESSON_MODELS[:8]}" for seed in (1, 2)}
     # The same state again: no new version.
     assert not tracking.log_state(lesson_state(default_cfg, store), registered.log_models)[1]
     assert len(versions(store)) == 2 and aliases(store) == first
-    # Another state (an experiment): its own versions, and the aliases move to them.
-    other = lesson_state(default_cfg, store)
-    other.cfg = replace(other.cfg, eval=replace(other.cfg.eval, high_weight=0.6))
+    # An experiment that retrained: its own versions under its own aliases.
+    other = lesson_state(default_cfg, store, models=OTHER_MODELS)
+    other.cfg = replace(other.cfg, train=replace(other.cfg.train, lr=0.3))
     assert tracking.log_state(other, registered.log_models)[1]
-    assert len(versions(store)) == 4 and aliases(store) != first
-    # Back to the lesson (the way back, then `dvc repro`): found, not logged, and the
-    # aliases point at its versions again.
+    both = aliases(store)
+    assert len(versions(store)) == 4 and len(both) == 4
+    assert {k: v for k, v in both.items() if k in first} == first  # the lesson's, still
+    # Back to the lesson (the way back, with or without `dvc repro`): nothing moves.
     assert not tracking.log_state(lesson_state(default_cfg, store), registered.log_models)[1]
-    assert len(versions(store)) == 4 and aliases(store) == first
+    assert len(versions(store)) == 4 and aliases(store) == both
+
+
+def test_a_stale_plain_alias_of_an_older_store_is_removed(default_cfg, store):
+    from mlflow.tracking import MlflowClient
+
+    tracking.log_state(lesson_state(default_cfg, store, models=OTHER_MODELS), registered.log_models)
+    client = MlflowClient(store)
+    client.set_registered_model_alias(NAME, "run-2", "2")  # as the old code left it
+    tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
+    assert "run-2" not in aliases(store)
+
+
+def test_the_workspace_uri_is_the_one_its_dvc_lock_names(tmp_path):
+    """After `dvc exp apply` or the way back, the workspace's dvc.lock names its
+    models: the URI follows with no stage run and no store read."""
+    for name in ("params.yaml", "dvc.lock"):
+        (tmp_path / name).write_text((PROJECT_ROOT / name).read_text())
+    uri = registered.workspace_uri(2, tmp_path)
+    assert uri == f"models:/attention-faithfulness@run-2-{LESSON_MODELS[:8]}"
+    assert LESSON_MODELS.startswith("c7111ea2")  # the README's and docs' alias
+    lock = (tmp_path / "dvc.lock").read_text().replace(LESSON_MODELS, OTHER_MODELS)
+    (tmp_path / "dvc.lock").write_text(lock)
+    assert registered.workspace_uri(2, tmp_path).endswith(f"@run-2-{OTHER_MODELS[:8]}")
 
 
 def test_a_store_logged_before_models_gets_them_once(default_cfg, store):
@@ -156,7 +188,7 @@ def test_deleted_model_files_are_logged_again(default_cfg, store):
     parent, _ = tracking.log_state(state, registered.log_models)
     assert tracking.logged_run(store, "test", state.digest) == parent
     client = MlflowClient(store)
-    version = client.get_model_version_by_alias(NAME, "run-2")
+    version = client.get_model_version_by_alias(NAME, f"run-2-{LESSON_MODELS[:8]}")
     (mlmodel,) = registered.model_files(client, version)
     mlmodel.unlink()
     # The record lists the model's files: the no-op check sees one gone.

@@ -372,6 +372,10 @@ def test_track_stage_with_tracking_disabled_logs_nothing(tmp_path, monkeypatch):
     state = yaml.safe_load((tmp_path / ".mlflow-state.json").read_text())
     assert state == {"experiment": None}
     assert not (tmp_path / "mlflow.db").exists()
+    # Its second output, inside the artifacts' folder (issue 59, item 3), private.
+    marker = tmp_path / track.ARTIFACTS_MARKER
+    assert yaml.safe_load(marker.read_text()) == state
+    assert (marker.stat().st_mode & 0o777, marker.parent.stat().st_mode & 0o777) == (0o600, 0o700)
 
 
 def test_logged_run_reads_a_sqlite_store_without_mlflow(default_cfg, store, tmp_path):

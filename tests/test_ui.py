@@ -179,7 +179,7 @@ def test_pipeline_ui_without_a_store_says_what_to_run(tmp_path, monkeypatch):
         ui.main([])
     assert (
         exit_.value.code
-        == f"error: no MLflow store at {tmp_path / 'mlflow.db'}: run `dvc repro` first"
+        == f"error: no MLflow store at {tmp_path / 'mlflow.db'}: run `dvc repro -sf track`"
     )
 
 

@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     store = store_root() / "mlflow.db"
     if not store.exists():
-        sys.exit(f"error: no MLflow store at {store}: run `dvc repro` first")
+        # `dvc repro` alone does not log again after `rm mlflow.db`: DVC cannot see it.
+        sys.exit(f"error: no MLflow store at {store}: run `dvc repro -sf track`")
     try:
         check_no_link(store.parent, LOGIN_FOLDER)  # before anything is written
     except PipelineError as err:

@@ -227,14 +227,25 @@ def _check_shape(path: Path, document: Any) -> None:
 
 
 def _rejected_value_hint(path: Path) -> str:
-    """Where params.yaml holds a value that conf/ does not: say so and how to restore it.
+    """Where params.yaml holds a refused value that conf/ does not: put params.yaml
+    back as it was, or say how to.
 
     `dvc exp run -S` writes its values into the workspace's params.yaml before any
-    stage runs, and leaves them there when a stage rejects one.
+    stage runs, and leaves them there when a stage rejects one. In the workspace's
+    `dvc exp run` (DVC_EXP_BASELINE_REV set) params.yaml was the baseline commit's
+    (DVC composes conf/ with the overrides, so uncommitted edits were gone already):
+    the stage writes that back, atomically. Elsewhere it only says what to run.
     """
     workspace = Path(os.environ.get("DVC_ROOT") or Path.cwd()).resolve()
     if path.resolve() != PROJECT_ROOT / PARAMS_FILE or workspace != PROJECT_ROOT:
         return ""  # a temporary copy of a queued experiment, or a file of a test
+    baseline = os.environ.get("DVC_EXP_BASELINE_REV", "")
+    before = _committed_params(baseline) if baseline else None
+    if before is not None and path.read_text() != before:
+        from pipeline.files import write_text  # pipeline.files reads the config
+
+        write_text(path, before)
+        return f" (params.yaml put back as it was, commit {baseline[:7]}'s)"
     try:
         from_conf = composed_yaml()
     except Exception:  # conf/ itself is invalid: its own error says where
@@ -245,6 +256,16 @@ def _rejected_value_hint(path: Path) -> str:
         " (params.yaml still holds this value, conf/ does not: a failed `dvc exp run -S` "
         "leaves it there; `python -m pipeline.params` restores params.yaml from conf/)"
     )
+
+
+def _committed_params(rev: str) -> str | None:
+    """params.yaml as commit `rev` has it; None where git cannot say."""
+    import subprocess
+
+    shown = subprocess.run(
+        ["git", "show", f"{rev}:{PARAMS_FILE}"], cwd=PROJECT_ROOT, capture_output=True, text=True
+    )
+    return shown.stdout if shown.returncode == 0 else None
 
 
 def to_container(cfg: Config) -> dict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pipeline.reporting import tables
 from pipeline.reporting.summary import interval
 
 MAP_NAMES = {"linear": "rotation (DAS)", "nonlinear": "rotation + RevNet"}
@@ -138,7 +139,7 @@ def chaos_reading(document: dict) -> str:
 
 def abstraction_section(document: dict) -> str:
     """The section "Causal abstraction": the table, then the reading."""
-    table = iia_table(document).to_markdown(index=False, disable_numparse=True)
+    table = tables.markdown(iia_table(document), index=False, disable_numparse=True)
     return "\n\n".join(
         [
             "## Causal abstraction: does the model implement the task's algorithm?",

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.config.cells import cell_label
+from pipeline.reporting import tables
 
 LN2 = math.log(2)  # the largest JSD in natural log
 CLOSE_TVD = 0.05  # a model-consistent adversary that keeps its outputs this close
@@ -232,7 +233,7 @@ def cell_reading(cell: dict) -> str:
 
 def table(frame: pd.DataFrame) -> str:
     """A table of text cells, one row per cell of the debate (and eps or lam)."""
-    return frame.set_index("cell").to_markdown(stralign="right", disable_numparse=True)
+    return tables.markdown(frame.set_index("cell"), stralign="right", disable_numparse=True)
 
 
 def debate_section(cells: list[dict], images: list[str] | None = None) -> str:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pipeline.reporting import tables
+
 PAIR_METRICS = ("feature@1", "rank@1", "feature@3", "rank@3", "sign@3", "spearman", "pairwise_rank")
 
 
@@ -190,28 +192,28 @@ def erasure_section(document: dict) -> str:
         "",
         "### Erasing the top-weight step",
         "",
-        single_table(document).to_markdown(index=False),
+        tables.markdown(single_table(document), index=False),
         "",
         "### Erasing steps in each ranking's order until the decision flips",
         "",
         "Share of the steps removed at the first flip (over the examples that flip), share "
         "of examples that never flip, and whether the step that completed the flip is marked.",
         "",
-        flip_table(document).to_markdown(index=False),
+        tables.markdown(flip_table(document), index=False),
         "",
         erasure_reading(document),
         "",
         "### Agreement between explainers (study means)",
         "",
-        pair_table(document).to_markdown(index=False),
+        tables.markdown(pair_table(document), index=False),
         "",
         "### Agreement with the true rationale R",
         "",
-        rationale_table(document).to_markdown(index=False),
+        tables.markdown(rationale_table(document), index=False),
         "",
         "### Does disagreement predict that both explainers are wrong?",
         "",
-        disagreement_table(document).to_markdown(index=False),
+        tables.markdown(disagreement_table(document), index=False),
         "",
         agreement_reading(document),
         "",

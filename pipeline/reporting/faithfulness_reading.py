@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from pipeline.analysis.registry import ATTENTION, RANDOM, SCORES, competitors
+from pipeline.reporting import tables
 from pipeline.reporting.reading import percent
 
 
@@ -147,7 +148,7 @@ def seeds_against_mean(summary: dict, higher: dict[str, bool]) -> pd.DataFrame:
 
 
 def table(frame: pd.DataFrame, index: bool = True) -> str:
-    return frame.to_markdown(index=index, stralign="right", disable_numparse=True)
+    return tables.markdown(frame, index=index, stralign="right", disable_numparse=True)
 
 
 def paired_reading(summary: dict, higher: dict[str, bool]) -> list[str]:

@@ -10,6 +10,7 @@ import pandas as pd
 
 from pipeline.analysis import registry
 from pipeline.analysis.golden import GOLDEN, LESSON
+from pipeline.reporting import tables
 
 DATA_ROWS = {
     "train_positive_rate": "positive rate, train",
@@ -117,7 +118,7 @@ def beside_golden(table: pd.DataFrame, golden: pd.DataFrame) -> pd.DataFrame:
 
 def markdown_table(table: pd.DataFrame, golden: pd.DataFrame | None) -> str:
     shown = formatted(table) if golden is None else beside_golden(table, golden)
-    return shown.to_markdown(stralign="right", disable_numparse=True)
+    return tables.markdown(shown, stralign="right", disable_numparse=True)
 
 
 def data_markdown(document: dict, golden: bool) -> str:
@@ -156,7 +157,7 @@ def first_weights_markdown(steps: pd.DataFrame, golden: bool) -> str:
         lesson = {f"run {k} ({LESSON})": v.split() for k, v in GOLDEN["first_weights"].items()}
         table = pd.concat([table, pd.DataFrame(lesson, index=table.columns).T])
     table.columns = [f"step {step}" for step in table.columns]
-    return table.to_markdown(stralign="right", disable_numparse=True)
+    return tables.markdown(table, stralign="right", disable_numparse=True)
 
 
 def step_weights(steps: pd.DataFrame) -> pd.DataFrame:

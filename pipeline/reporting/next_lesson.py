@@ -22,6 +22,7 @@ import pandas as pd
 
 from pipeline.analysis import registry
 from pipeline.analysis.registry import ATTENTION, RANDOM, competitors
+from pipeline.reporting import tables
 from pipeline.reporting.faithfulness_reading import covers_zero, paired_clause, paired_entry
 from pipeline.reporting.summary import interval
 from pipeline.tasks import task_module
@@ -89,7 +90,7 @@ def cell_row(cell: dict) -> dict:
 
 def table(cells: list[dict]) -> str:
     frame = pd.DataFrame([cell_row(cell) for cell in cells]).fillna("-")
-    return frame.to_markdown(index=False, disable_numparse=True)
+    return tables.markdown(frame, index=False, disable_numparse=True)
 
 
 def find(cells: list[dict], task: str, variant: str) -> dict | None:
@@ -223,7 +224,7 @@ def faithfulness_row(cell: dict) -> dict:
 
 def faithfulness_table(cells: list[dict]) -> str:
     rows = [faithfulness_row(cell) for cell in cells if "faithfulness" in cell]
-    return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True) if rows else ""
+    return tables.markdown(pd.DataFrame(rows), index=False, disable_numparse=True) if rows else ""
 
 
 def faithfulness_reading(cells: list[dict]) -> list[str]:
@@ -320,7 +321,7 @@ def sanity_table(cells: list[dict]) -> str:
     frame = pd.DataFrame(rows).reindex(columns=["task", "variant", *shown])
     # Spaced names, so that the twelve columns can wrap to the page.
     frame = frame.rename(columns=lambda name: name.replace("_", " "))
-    return frame.fillna("-").to_markdown(index=False, disable_numparse=True)
+    return tables.markdown(frame.fillna("-"), index=False, disable_numparse=True)
 
 
 def next_lesson_section(cells: list[dict], images: list[str]) -> str:

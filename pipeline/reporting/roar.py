@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pipeline.reporting import tables
+
 MODEL_FREE = "model_free"  # pipeline/field/roar.py's key for the rankings that read no model
 RATIONALE, RANDOM, SMOOTHED = "rationale", "random", "_smoothed"
 
@@ -157,7 +159,7 @@ def roar_section(document: dict) -> str:
         lines += [
             f"Rankings of run {ranking}:",
             "",
-            ranking_table(document, ranking).to_markdown(stralign="right"),
+            tables.markdown(ranking_table(document, ranking), stralign="right"),
             "",
         ]
     lines += [

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from pipeline.reporting import tables
 from pipeline.reporting.summary import interval
 
 MODELS = {"trained": "trained runs", "hand_set": "hand-set model"}
@@ -79,6 +80,6 @@ def suppressor_section(cells: list[dict]) -> str:
         for key, label in MODELS.items():
             if key in cell["suppressors"]:
                 table = shares_table(cell["suppressors"][key])
-                parts += [f"{label}:", table.to_markdown(index=False, disable_numparse=True)]
+                parts += [f"{label}:", tables.markdown(table, index=False, disable_numparse=True)]
         parts.append(reading(cell))
     return "\n\n".join(parts)

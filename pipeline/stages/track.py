@@ -21,6 +21,10 @@ from pipeline.config import PARAMS_FILE, Config, TrackingConfig, load_params, va
 from pipeline.files import read_csv, read_json, read_parquet, require, write_json
 from pipeline.reporting import summary
 from pipeline.stages import entry
+from pipeline.tracking.store import PRIVATE_FILE, PRIVATE_FOLDER
+
+# dvc.yaml's second output of this stage, where MLflow keeps the artifacts.
+ARTIFACTS_MARKER = "mlartifacts/.tracked.json"
 
 
 def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
@@ -97,12 +101,22 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
 
 
 def write_marker(cfg: Config) -> None:
-    """The stage's output: which experiment the workspace logs to, null when tracking is
-    off. Not the state's digest: after `dvc exp run` and the way back to the lesson
+    """The stage's outputs: which experiment the workspace logs to, null when tracking
+    is off. Not the state's digest: after `dvc exp run` and the way back to the lesson
     (README), a digest would stay the experiment's while dvc.lock records the lesson's,
-    and `dvc status` would call the stage changed; the store holds the states."""
+    and `dvc status` would call the stage changed; the store holds the states.
+
+    The same document also inside `mlartifacts/` (ARTIFACTS_MARKER, the folder 0700
+    and the file 0600 as the store's): `rm -rf mlartifacts` deletes it, so DVC sees
+    this stage's output gone and the next `dvc repro` logs the artifacts again. DVC
+    can see no such file for `rm mlflow.db` (a file holds no file); the commands that
+    read the store say to run `dvc repro -sf track` (docs/tracking.md)."""
     experiment = cfg.tracking.experiment if cfg.tracking.enabled else None
     write_json(cfg.paths.tracked_state, {"experiment": experiment})
+    marker = Path(ARTIFACTS_MARKER)
+    marker.parent.mkdir(mode=PRIVATE_FOLDER, exist_ok=True)
+    write_json(marker, {"experiment": experiment})
+    marker.chmod(PRIVATE_FILE)
 
 
 def main() -> None:

@@ -1,13 +1,19 @@
 """Each seed's trained model in MLflow: a logged pyfunc model on the seed's run,
-registered as a version of one registered model, with the alias `run-<seed>`.
+registered as a version of one registered model, with the alias
+`run-<seed>-<models>`.
 
 The registered model is named after the experiment (`tracking.experiment`); each
-version carries the tags `seed`, `version` (the parent's name) and `parent_run`.
-The aliases `run-1`, `run-2`, ... point at the state tracked last (`dvc repro`
-after the way back moves them back to the lesson's), so `models:/NAME@run-2` is the
-workspace's run 2. A state's models are logged once: a state found in the store
-keeps its versions, and only gets the ones it lacks (a store logged before models
-were) or their artifacts again (`rm -rf mlartifacts`).
+version carries the tags `seed`, `version` (the parent's name), `parent_run` and
+`dvc.models_md5`. `<models>` is the first 8 hex digits of the trained models' md5 in
+dvc.lock (models/parameters.parquet), so an alias names the models it points at and
+never claims to be the workspace's when it is not: the lesson's run 2 is
+`run-2-c7111ea2` in every store, and `workspace_uri(2)` reads the workspace's
+dvc.lock for its own (after `dvc exp apply` or the way back too, with no stage
+run). A plain `run-<seed>` alias, which named the state tracked last and so went
+stale after the way back, is removed when a state is logged. A state's models are
+logged once: a state found in the store keeps its versions, and only gets the ones
+it lacks (a store logged before models were) or their artifacts again (`rm -rf
+mlartifacts`).
 
 Each version carries the digest of its model's files (`files_sha256`, record.
 tree_digest) from registration. A model's code (`pyfunc.py`) runs when MLflow loads
@@ -38,7 +44,9 @@ from pipeline.tracking.record import tree_digest
 if TYPE_CHECKING:
     import pandas as pd
 
-ALIAS = "run-{seed}"
+ALIAS = "run-{seed}-{models}"
+LEGACY_ALIAS = "run-{seed}"  # the state tracked last: stale after the way back
+MODELS_DIGITS = 8
 DIGEST_TAG = "files_sha256"  # the version's tag: tree_digest of its model's files
 PROGRESS_BAR = "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"
 EXAMPLE_SEQUENCES = 2  # the input example: the first sequences of the data
@@ -50,6 +58,27 @@ REQUIREMENTS = ("torch", "numpy", "pandas", "omegaconf", "hydra-core", "pyyaml",
 def model_name(cfg: Config) -> str:
     """The registered model's name: the experiment's."""
     return cfg.tracking.experiment
+
+
+def alias(seed: int | str, models_md5: str) -> str:
+    """The alias of seed `seed`'s model among the models whose md5 (dvc.lock) is
+    `models_md5`."""
+    return ALIAS.format(seed=seed, models=models_md5[:MODELS_DIGITS])
+
+
+def workspace_uri(seed: int, root: Path | None = None) -> str:
+    """`models:/NAME@run-<seed>-<models>` of the workspace's trained models, as its
+    params.yaml and dvc.lock name them (neither mlflow nor the store is read)."""
+    from pipeline.config import PARAMS_FILE, load_params
+    from pipeline.errors import ConfigError
+    from pipeline.tracking.state import MODELS_TAG, lock_hashes
+
+    root = Path.cwd() if root is None else root
+    cfg = load_params(root / PARAMS_FILE)
+    models = lock_hashes(root / "dvc.lock", cfg).get(MODELS_TAG)
+    if not models:
+        raise ConfigError(f"{root / 'dvc.lock'} records no trained models: run `dvc repro`")
+    return f"models:/{model_name(cfg)}@{alias(seed, models)}"
 
 
 def requirements() -> list[str]:
@@ -180,6 +209,7 @@ def _log_models(client, cfg, parameters, sequences, children, parent, tags) -> l
     from mlflow.exceptions import MlflowException
 
     from pipeline.models.frames import features
+    from pipeline.tracking.state import MODELS_TAG, STATE_TAG
 
     name = model_name(cfg)
     example = features(sequences.head(EXAMPLE_SEQUENCES), cfg.data.steps)[0].numpy()
@@ -202,7 +232,11 @@ def _log_models(client, cfg, parameters, sequences, children, parent, tags) -> l
             )
         else:
             _check_files(client, cfg, row, example, model_version, seed)
-        client.set_registered_model_alias(name, ALIAS.format(seed=seed), model_version.version)
+        # Without dvc.lock (a state logged outside DVC) the state's digest names them.
+        models = model_version.tags.get(MODELS_TAG) or tags.get(MODELS_TAG) or tags[STATE_TAG]
+        client.set_registered_model_alias(name, alias(seed, models), model_version.version)
+        with suppress(MlflowException):  # a store from before: the stale plain alias
+            client.delete_registered_model_alias(name, LEGACY_ALIAS.format(seed=seed))
         files += model_files(client, model_version)
     return files
 

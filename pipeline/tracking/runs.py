@@ -20,6 +20,7 @@ from pipeline.tracking import record
 from pipeline.tracking.client import NewRun, log_once, log_run, source_tags
 from pipeline.tracking.state import (
     GAP_DECIMALS,
+    MODELS_TAG,
     STATE_TAG,
     PipelineState,
     baseline_config,
@@ -203,6 +204,8 @@ def _log_models(
     if log_models is None or state.parameters is None or state.sequences is None:
         return []
     version_tags = {"version": tags["version"], STATE_TAG: state.digest}
+    if tags.get(MODELS_TAG):  # the models' md5 in dvc.lock: their aliases' names
+        version_tags[MODELS_TAG] = tags[MODELS_TAG]
     return log_models(
         client, uri, state.cfg, state.parameters, state.sequences, children, parent, version_tags
     )

@@ -26,7 +26,10 @@ def search_parent_runs(uri: str, experiment: str) -> tuple[pd.DataFrame, pd.Data
 
     check_server(uri)
     if uri.startswith("sqlite:///") and not Path(uri.removeprefix("sqlite:///")).exists():
-        raise TrackingError(f"cannot read MLflow store {uri}: no such database")
+        raise TrackingError(
+            f"cannot read MLflow store {uri}: no such database "
+            "(`dvc repro -sf track` logs the workspace's state to it)"
+        )
     try:
         client = MlflowClient(tracking_uri=uri)
         found = client.get_experiment_by_name(experiment)

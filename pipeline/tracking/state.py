@@ -27,6 +27,7 @@ if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs no
     import pandas as pd
 
 STATE_TAG = "pipeline_state"
+MODELS_TAG = "dvc.models_md5"  # the trained models' md5 in dvc.lock (`lock_hashes`)
 UNSHAPING = ("tracking.", "paths.", "hydra.", "hydra/")  # overrides that change no number
 SOURCE_PATHS = ("pipeline", "conf", "dvc.yaml", "pyproject.toml")
 
@@ -158,7 +159,7 @@ def lock_hashes(lock_file: Path, cfg: Config) -> dict[str, str]:
         return {}
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster
     stages = yaml.load(lock_file.read_text(), Loader=loader).get("stages", {})  # noqa: S506
-    wanted = {"dvc.data_md5": cfg.paths.sequences, "dvc.models_md5": cfg.paths.parameters}
+    wanted = {"dvc.data_md5": cfg.paths.sequences, MODELS_TAG: cfg.paths.parameters}
     found = {}
     for tag, path in wanted.items():
         for stage in stages.values():
