@@ -21,7 +21,6 @@ import os
 import re
 import shlex
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -183,10 +182,8 @@ def check_experiment_params(cfg: Config, stage: str) -> None:
         return
     from pipeline.config import load_params
 
-    with tempfile.TemporaryDirectory() as tmp:
-        intended_file = Path(tmp) / PARAMS_FILE
-        intended_file.write_text(text)
-        intended = load_params(intended_file)
+    # Read from git's bytes, nothing written: Path only names it in a message.
+    intended = load_params(Path(root) / f"{EXPERIMENT_REF}:{PARAMS_FILE}", text.encode())
     changes = changed_keys(stage_params(intended, stage), stage_params(cfg, stage))
     if changes:
         raise ConfigError(

@@ -31,6 +31,7 @@ NAME = "test"  # committed_state's experiment: the registered model's name too
 # The committed models' md5 in dvc.lock, as the track stage reads it.
 LESSON_MODELS = tracking.lock_hashes(PROJECT_ROOT / "dvc.lock", Config())["dvc.models_md5"]
 OTHER_MODELS = "0123456789abcdef0123456789abcdef"  # an experiment's retrained models
+RUN_1, RUN_2 = (f"run-{seed}-{LESSON_MODELS[:8]}" for seed in (1, 2))  # the lesson's aliases
 
 
 def lesson_state(cfg, uri: str, models: str = LESSON_MODELS) -> tracking.PipelineState:
@@ -219,7 +220,7 @@ def test_the_pyfunc_predicts_probability_and_weights_by_hand():
     np.testing.assert_allclose(out["probability"], [1 / (1 + math.exp(-4 / 15))], rtol=1e-15)
 
 
-def tampered(uri: str, alias: str = "run-2") -> tuple:
+def tampered(uri: str, alias: str = RUN_2) -> tuple:
     """The version at `alias` and its model's folder, with model.json's first
     parameter moved by 1 (what the fifth battery did to `@run-2`)."""
     from mlflow.tracking import MlflowClient
@@ -240,19 +241,19 @@ def test_a_registered_model_whose_files_changed_is_refused_on_load(default_cfg, 
     it before MLflow runs the model's code, and refuses in one line."""
     tracking.log_state(lesson_state(default_cfg, store), registered.log_models)
     lesson = heldout_lesson(default_cfg)
-    model = registered.load_model(f"models:/{NAME}@run-2", store)  # as registered: loads
+    model = registered.load_model(f"models:/{NAME}@{RUN_2}", store)  # as registered: loads
     out = model.predict(lesson.inputs.numpy())
     logits, _ = interface.forward(lesson.params, lesson.inputs)
     np.testing.assert_allclose(out["probability"], torch.sigmoid(logits[1]).numpy(), atol=1e-15)
     tampered(store)
     with pytest.raises(registered.ModelChangedError) as refused:
-        registered.load_model(f"models:/{NAME}@run-2", store)
+        registered.load_model(f"models:/{NAME}@{RUN_2}", store)
     message = str(refused.value)
-    assert "\n" not in message and f"models:/{NAME}@run-2" in message and "not loaded" in message
+    assert "\n" not in message and f"models:/{NAME}@{RUN_2}" in message and "not loaded" in message
     # Its code: a line added to pyfunc.py never runs.
     from mlflow.tracking import MlflowClient
 
-    version = MlflowClient(store).get_model_version_by_alias(NAME, "run-1")
+    version = MlflowClient(store).get_model_version_by_alias(NAME, RUN_1)
     (code,) = registered.model_root(MlflowClient(store), version).rglob("pyfunc.py")
     marker = tmp_path / "ran"
     code.write_text(code.read_text() + f"\nopen({str(marker)!r}, 'w').close()\n")
@@ -275,5 +276,5 @@ def test_the_no_op_check_sees_a_tampered_model_and_the_track_stage_restores_it(d
     restored = MlflowClient(store).get_model_version(NAME, version.version)
     assert restored.tags[registered.DIGEST_TAG] == record.tree_digest(root)
     assert tracking.logged_run(store, "test", state.digest) == parent
-    registered.load_model(f"models:/{NAME}@run-2", store)  # loads again
+    registered.load_model(f"models:/{NAME}@{RUN_2}", store)  # loads again
     assert len(versions(store)) == 2
