@@ -149,7 +149,9 @@ def check_experiment_params(cfg: Config, stage: str) -> None:
     name = os.environ.get("DVC_EXP_NAME")
     if not name:
         return
-    root = os.environ.get("DVC_ROOT") or str(Path.cwd())
+    # The repository the stage runs in: the workspace, or a queued run's temporary copy
+    # (DVC_ROOT names the parent repo there, which holds no EXEC_MERGE of this run).
+    root = str(Path.cwd())
 
     def git(*args: str) -> str | None:
         try:

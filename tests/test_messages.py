@@ -235,11 +235,14 @@ def test_a_cpu_window_cell_with_numba_shadowed_is_one_line(monkeypatch):
 
     import torch
 
+    import pipeline.models
     from pipeline.errors import PipelineError
     from pipeline.models import window
 
     monkeypatch.setitem(sys.modules, "numba", types.ModuleType("numba"))  # no njit
     monkeypatch.delitem(sys.modules, "pipeline.models.window_kernel", raising=False)
+    # The package's attribute too: a test before this one in the same worker imported it.
+    monkeypatch.delattr(pipeline.models, "window_kernel", raising=False)
     inputs = torch.zeros(2, 12, 2, dtype=torch.float64)
     with pytest.raises(PipelineError) as err:
         window.gradient_step(inputs, torch.zeros(2, dtype=torch.float64))
