@@ -149,9 +149,10 @@ def check_experiment_params(cfg: Config, stage: str) -> None:
     name = os.environ.get("DVC_EXP_NAME")
     if not name:
         return
-    # The repository the stage runs in: the workspace, or a queued run's temporary copy
-    # (DVC_ROOT names the parent repo there, which holds no EXEC_MERGE of this run).
     root = str(Path.cwd())
+    if Path(os.environ.get("DVC_ROOT") or root).resolve() != Path(root).resolve():
+        return  # a queued run, in a copy of its own (DVC_ROOT names the parent): no
+        # other `dvc exp run` shares its folder
 
     def git(*args: str) -> str | None:
         try:

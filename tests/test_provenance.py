@@ -309,3 +309,24 @@ def test_an_experiment_s_stage_refuses_params_that_are_not_its_own(tmp_path, mon
         provenance.check_params_unchanged(cfg, "train")
     monkeypatch.delenv("DVC_EXP_NAME")  # `dvc repro`: no experiment to compare with
     provenance.check_params_unchanged(cfg, "train")
+
+
+def test_a_queued_experiment_in_its_own_copy_is_not_checked_against_the_workspace(
+    tmp_path, monkeypatch
+):
+    """A queued run works in a copy of its own (DVC_ROOT names the parent repo, which
+    holds no EXEC_MERGE of it): no other `dvc exp run` shares that folder, and the
+    check that refused every queued stage (test_queued_experiments_all_run) stays out."""
+    copy, parent = tmp_path / "copy", tmp_path / "parent"
+    for folder in (copy, parent):
+        folder.mkdir()
+        _git(folder, "init", "-q")
+    (copy / "params.yaml").write_text((PROJECT_ROOT / "params.yaml").read_text())
+    monkeypatch.chdir(copy)
+    cfg = load_params(copy / "params.yaml")
+    monkeypatch.setenv("DVC_EXP_NAME", "queued")
+    monkeypatch.setenv("DVC_ROOT", str(parent))
+    provenance.check_experiment_params(cfg, "train")  # no ref anywhere: not refused
+    monkeypatch.setenv("DVC_ROOT", str(copy))  # a workspace run without DVC's ref
+    with pytest.raises(ConfigError, match="is gone"):
+        provenance.check_experiment_params(cfg, "train")
