@@ -483,7 +483,9 @@ def test_queued_experiments_all_run(repo):
         if status.count("Success") + status.count("Failed") >= 2:
             break
         time.sleep(2)
-    assert status.count("Success") == 2, status
+    failed = [line.split()[0] for line in status.splitlines() if "Failed" in line]
+    logs = [dvc(repo, "queue", "logs", task).stdout[-3000:] for task in failed]
+    assert status.count("Success") == 2, status + "\n".join(logs)
     parents, children = parent_runs(repo)
     names = set(parents["tags.dvc.exp_name"].dropna())
     assert len(names) == 3, names  # the -S experiment and both queued ones
