@@ -67,17 +67,14 @@ class LastBitNudge(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         if _name(func) not in MACHINE_DEPENDENT:
             return out
-        in_place = func._schema.is_mutable  # its result lives in an argument: moved there
-        if isinstance(out, torch.Tensor):
-            return out.copy_(self._nudge(out)) if in_place else self._nudge(out)
+        if func._schema.is_mutable:  # in place (`add_`, `_foreach_addcdiv_`) or out=:
+            written = args[0] if out is None else out  # the result is moved where it lives
+            for tensor in written if isinstance(written, list | tuple) else [written]:
+                tensor.copy_(self._nudge(tensor))
+            return out
         if isinstance(out, list | tuple):
-            items = [self._nudge(item) for item in out]
-            if in_place:
-                for old, new in zip(out, items, strict=True):
-                    old.copy_(new)
-                return out
-            return type(out)(items)
-        return out
+            return type(out)(self._nudge(item) for item in out)
+        return self._nudge(out)
 
 
 @contextlib.contextmanager
