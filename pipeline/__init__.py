@@ -2,10 +2,10 @@
 
 import os
 
-from pipeline import kernels
+from pipeline.core import numerics
 
 # Before anything imports torch or numba: the same kernel paths on every CPU.
-kernels.pin()
+numerics.pin()
 
 # OpenMP threads that spin while waiting turn a busy 2-core machine into a 20x
 # slowdown of torch's many small batched ops (measured: a 500-seed study took

@@ -15,7 +15,7 @@ from omegaconf import DictConfig
 
 from pipeline import tracking
 from pipeline.config import Config, run_hydra_app
-from pipeline.files import write_json
+from pipeline.core.files import write_json
 from pipeline.reporting.lesson_tables import text_tables
 from pipeline.scaleout import sweep
 

@@ -23,7 +23,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 CONFIG = ".dvc/config"
 

@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 
 from pipeline import tracking
 from pipeline.config import Config, run_hydra_app
-from pipeline.files import write_bytes, write_json
+from pipeline.core.files import write_bytes, write_json
 from pipeline.reporting.summary import study_line
 from pipeline.scaleout import sweep
 

@@ -120,7 +120,7 @@ def write_cells(root: Path, cfg: Config) -> None:
     checked against its params, and a small test config runs neither."""
     import json
 
-    from pipeline import provenance
+    from pipeline.config import provenance
 
     for stage in ("grid", "debate"):
         (root / "reports" / stage).mkdir(parents=True, exist_ok=True)
@@ -131,10 +131,10 @@ def write_cells(root: Path, cfg: Config) -> None:
 
 
 def write_records(cfg: Config, stages: list[str]) -> None:
-    """Provenance records (pipeline.provenance) for outputs a test wrote by hand, in
+    """Provenance records (pipeline.config.provenance) for outputs a test wrote by hand, in
     the current directory: each stage's params and the hash of its files that exist."""
-    from pipeline import provenance
-    from pipeline.files import write_json
+    from pipeline.config import provenance
+    from pipeline.core.files import write_json
 
     for stage in stages:
         outputs = [p for p in provenance.output_files(cfg, stage) if Path(p).is_file()]
@@ -161,7 +161,7 @@ def run_entry(capsys, monkeypatch):
     handlers stay this process's own."""
     import signal
 
-    from pipeline import files
+    from pipeline.core import files
     from pipeline.stages import entry
 
     monkeypatch.setattr(files, "watch_launcher", lambda: None)

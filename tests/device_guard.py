@@ -136,7 +136,7 @@ def simulated_cuda(monkeypatch) -> Iterator[torch.device]:
     """`train.device: cuda` (and `auto`) resolve to the guard device while inside."""
     import sys
 
-    from pipeline import device
+    from pipeline.core import device
 
     resolve = device.resolve_device
 

@@ -15,8 +15,8 @@ import json
 import pandas as pd
 
 from pipeline.config import Config, compose, validate
-from pipeline.files import parquet_bytes
-from pipeline.precision import rounded, rounded_frame
+from pipeline.core.files import parquet_bytes
+from pipeline.core.precision import rounded, rounded_frame
 from tests.conftest import small_overrides
 
 # Small enough for the fast tier, one grid cell per model kind, every debate cell.
@@ -126,9 +126,11 @@ def debate_cells(cfg: Config) -> dict[str, bytes]:
 def field_stages(cfg: Config) -> dict[str, bytes]:
     """erasure, roar and abstraction on the small lesson's and study's runs."""
     from pipeline.analysis import seed_study
-    from pipeline.field import roar
+    from pipeline.experiments.abstraction import stage as abstraction
+    from pipeline.experiments.erasure import stage as erasure
+    from pipeline.experiments.roar import retrain
     from pipeline.models import frames
-    from pipeline.stages import abstraction, erasure, generate, train
+    from pipeline.stages import generate, train
 
     frame, _ = generate.run(cfg)
     params, _ = train.run(cfg, frame)
@@ -137,7 +139,7 @@ def field_stages(cfg: Config) -> dict[str, bytes]:
     document, seeds = erasure.run(cfg, frame, lesson, study)
     return {
         "erasure": as_json(document) + rounded_frame(seeds).to_csv(index=False).encode(),
-        "roar": as_json(roar.run(cfg, frame, lesson)),
+        "roar": as_json(retrain.run(cfg, frame, lesson)),
         "abstraction": as_json(abstraction.run(cfg, frame, study)),
     }
 

@@ -1,4 +1,4 @@
-"""Interchange interventions (pipeline/field/abstraction.py) on hand-worked cases."""
+"""Interchange interventions (pipeline/experiments/abstraction/interchange.py), hand-worked."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from torch.testing import assert_close
 
 from pipeline.analysis import capacity
 from pipeline.config import ModelConfig, validate
-from pipeline.errors import ConfigError
-from pipeline.field import abstraction
+from pipeline.core.errors import ConfigError
+from pipeline.experiments.abstraction import interchange
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 
@@ -26,12 +26,12 @@ def readout_params(runs: int = 1) -> Params:
     return Params(ModelConfig(), {"w": w, "b": b})
 
 
-def rotation_map(angle: float) -> abstraction.AlignmentMap:
+def rotation_map(angle: float) -> interchange.AlignmentMap:
     """R = exp(K), K = [[0, angle], [-angle, 0]] in the (0, 1) plane: R's first row,
     the aligned direction, is (cos angle, sin angle, 0)."""
     skew = torch.zeros(1, 3, 3, dtype=torch.float64)
     skew[0, 0, 1] = angle
-    return abstraction.AlignmentMap(skew, (), 1)
+    return interchange.AlignmentMap(skew, (), 1)
 
 
 # Two examples whose context holds the marked reading on axis 0: r = 1.0 (y = 1), 0.0 (y = 0).
@@ -52,7 +52,7 @@ LABELS = torch.tensor([1.0, 0.0], dtype=torch.float64)
     ],
 )
 def test_iia_of_a_rotation_is_the_hand_count(angle, iia, changed):
-    got, got_changed = abstraction.interchange_accuracy(
+    got, got_changed = interchange.interchange_accuracy(
         readout_params(), rotation_map(angle), CONTEXT, LABELS
     )
     assert_close(got, torch.tensor([iia], dtype=torch.float64))
@@ -66,13 +66,13 @@ def test_interchange_is_the_projection_swap():
     source = torch.tensor([[[1.5, 0.4, -0.7]]], dtype=torch.float64)
     u = torch.tensor([math.cos(angle), math.sin(angle), 0.0], dtype=torch.float64)
     expected = base + u * ((source - base) * u).sum(-1, keepdim=True)
-    assert_close(abstraction.interchange(rotation_map(angle), base, source), expected)
+    assert_close(interchange.interchange(rotation_map(angle), base, source), expected)
 
 
-def nonlinear_map(seeds=(1, 2), hidden: int = 4, blocks: int = 2) -> abstraction.AlignmentMap:
-    phi = abstraction.initial_map(list(seeds), 0, 3, 1, hidden, blocks)
+def nonlinear_map(seeds=(1, 2), hidden: int = 4, blocks: int = 2) -> interchange.AlignmentMap:
+    phi = interchange.initial_map(list(seeds), 0, 3, 1, hidden, blocks)
     # outer weights of order one, so that the blocks are far from the identity
-    return abstraction.AlignmentMap(
+    return interchange.AlignmentMap(
         phi.skew,
         tuple(tuple(t * (10.0 if t.dim() == 3 else 1.0) for t in b) for b in phi.blocks),
         1,
@@ -82,15 +82,15 @@ def nonlinear_map(seeds=(1, 2), hidden: int = 4, blocks: int = 2) -> abstraction
 def test_the_nonlinear_map_inverts_exactly_and_swaps_nothing_from_itself():
     phi = nonlinear_map()
     hidden = torch.randn(2, 5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-    assert_close(abstraction.unalign(phi, abstraction.align(phi, hidden)), hidden)
-    assert_close(abstraction.interchange(phi, hidden, hidden), hidden)
-    linear = abstraction.linear_part(phi)
-    assert not torch.allclose(abstraction.align(phi, hidden), abstraction.align(linear, hidden))
+    assert_close(interchange.unalign(phi, interchange.align(phi, hidden)), hidden)
+    assert_close(interchange.interchange(phi, hidden, hidden), hidden)
+    linear = interchange.linear_part(phi)
+    assert not torch.allclose(interchange.align(phi, hidden), interchange.align(linear, hidden))
 
 
 def test_the_init_of_a_run_does_not_depend_on_the_others():
-    both = abstraction.initial_map([1, 2], 0, 3, 1, 4, 2)
-    alone = abstraction.initial_map([2], 0, 3, 1, 4, 2)
+    both = interchange.initial_map([1, 2], 0, 3, 1, 4, 2)
+    alone = interchange.initial_map([2], 0, 3, 1, 4, 2)
     for pair, single in zip(both.tensors(), alone.tensors(), strict=True):
         assert_close(pair[1:], single)
 
@@ -103,13 +103,13 @@ def test_context_and_readout_are_the_model_on_the_hand_set_model():
     readings = torch.tensor([[0.0, 0.9, -0.3, 0.1], [0.0, -0.5, 0.2, 1.2]], dtype=torch.float64)
     marked = torch.tensor([1, 2])
     inputs = torch.stack([readings, torch.nn.functional.one_hot(marked, 4).double()], -1)
-    context = abstraction.context_vectors(params, inputs)
+    context = interchange.context_vectors(params, inputs)
     expected = torch.tensor([[[0.9, 0.0, 0.0], [0.2, 0.0, 0.0]]], dtype=torch.float64)
     assert_close(context, expected, atol=1e-11, rtol=0)
     logits, _ = interface.forward(params, inputs)
-    assert_close(abstraction.readout(params, context), logits)
+    assert_close(interchange.readout(params, context), logits)
     labels = torch.tensor([1.0, 0.0], dtype=torch.float64)
-    iia, _ = abstraction.interchange_accuracy(params, rotation_map(0.0), context, labels)
+    iia, _ = interchange.interchange_accuracy(params, rotation_map(0.0), context, labels)
     assert iia.item() == 1.0
 
 
@@ -118,10 +118,10 @@ def test_fitting_finds_the_aligned_rotation_from_a_misaligned_start():
     counterfactual labels turns u onto the reading's axis."""
     start = rotation_map(math.pi / 2 - 0.2)
     base, source = torch.tensor([0, 1, 0, 1]), torch.tensor([0, 0, 1, 1])
-    fitted = abstraction.fit(
+    fitted = interchange.fit(
         readout_params(), start, CONTEXT[:, base], CONTEXT[:, source], LABELS[source], 200, 0.05
     )
-    iia, _ = abstraction.interchange_accuracy(readout_params(), fitted, CONTEXT, LABELS)
+    iia, _ = interchange.interchange_accuracy(readout_params(), fitted, CONTEXT, LABELS)
     assert iia.item() == 1.0
 
 
@@ -133,12 +133,12 @@ def test_a_run_scores_the_same_alone_or_with_others():
     marked = torch.randint(1, 4, (12,), generator=gen)
     inputs = torch.stack([readings, torch.nn.functional.one_hot(marked, 4).double()], -1)
     labels = (readings[torch.arange(12), marked] > THRESHOLD).double()
-    split = abstraction.Split(inputs, labels)
+    split = interchange.Split(inputs, labels)
     settings = SimpleNamespace(dims=1, hidden=4, blocks=1, pairs=16, pair_seed=0, map_seed=0,
                                epochs=5, lr=0.05)  # fmt: skip
-    both = abstraction.measure_runs(params, [1, 2], split, split, settings)
-    alone = abstraction.measure_runs(params.map(lambda t: t[1:]), [2], split, split, settings)
-    for name in abstraction.MAPS:
+    both = interchange.measure_runs(params, [1, 2], split, split, settings)
+    alone = interchange.measure_runs(params.map(lambda t: t[1:]), [2], split, split, settings)
+    for name in interchange.MAPS:
         assert_close(both[name][0][1:], alone[name][0])
 
 
@@ -196,11 +196,11 @@ def tiny_document() -> dict:
 
 
 def test_the_section_and_the_headline_read_the_document():
-    from pipeline.reporting.abstraction import abstraction_section
-    from pipeline.reporting.headline import headline_numbers
+    from pipeline.experiments.abstraction.section import iia_means
+    from pipeline.experiments.abstraction.section import section as abstraction_section
 
     document = tiny_document()
-    assert headline_numbers(document) == pytest.approx(
+    assert iia_means(document) == pytest.approx(
         {
             "iia_trained_linear": 0.95,
             "iia_trained_nonlinear": 0.975,
@@ -227,7 +227,7 @@ def test_the_summary_keeps_chaotic_runs_out_of_the_stable_means():
         "trained": {"linear": (iia, iia, still), "nonlinear": (iia + 0.1, iia, moved.double())}
     }
     settings = validate({}).abstraction
-    document = abstraction.summary(scores, {"trained": iia}, [7, 8], settings, 20, 0)
+    document = interchange.summary(scores, {"trained": iia}, [7, 8], settings, 20, 0)
     entry = document["conditions"]["trained"]
     assert entry["linear"]["chaotic_seeds"] == [] and entry["nonlinear"]["chaotic_seeds"] == [8]
     assert entry["nonlinear"]["max_iia_moved"] == pytest.approx(0.05)
@@ -243,20 +243,20 @@ def test_a_signal_stops_the_fit_within_a_step():
 
     params = interface.init_params(20260218, [1], ModelConfig(), 4)
     context = torch.zeros(1, 2, 3, dtype=torch.float64)
-    phi = abstraction.initial_map([1], 0, 3, 1, 4, 1)
+    phi = interchange.initial_map([1], 0, 3, 1, 4, 1)
     threads.stop()
     try:
         with pytest.raises(threads.JobsStopped):
-            abstraction.fit(params, phi, context, context, torch.ones(2), 10**5, 0.05)
+            interchange.fit(params, phi, context, context, torch.ones(2), 10**5, 0.05)
     finally:
         threads._stopping.clear()
 
 
 def test_a_diverged_fit_is_refused_naming_the_learning_rate():
-    from pipeline.errors import DivergenceError
+    from pipeline.core.errors import DivergenceError
 
-    phi = abstraction.initial_map([1], 0, 3, 1, 4, 1)
-    broken = abstraction.AlignmentMap(phi.skew * float("inf"), phi.blocks, phi.dims)
+    phi = interchange.initial_map([1], 0, 3, 1, 4, 1)
+    broken = interchange.AlignmentMap(phi.skew * float("inf"), phi.blocks, phi.dims)
     with pytest.raises(DivergenceError, match=r"abstraction\.lr=1e\+300"):
-        abstraction.check_finite_map(broken, 1e300)
-    abstraction.check_finite_map(phi, 0.05)  # a finite map passes
+        interchange.check_finite_map(broken, 1e300)
+    interchange.check_finite_map(phi, 0.05)  # a finite map passes

@@ -355,8 +355,8 @@ def test_the_sink_s_adversary_moves_mass_through_its_value_less_slot(heldout):
 
 
 def test_more_heads_than_the_enumeration_covers_are_refused_by_name(heldout):
+    from pipeline.core.errors import ConfigError
     from pipeline.debate.adversary import MAX_HEADS, runs_adversary
-    from pipeline.errors import ConfigError
 
     cfg, frame, inputs = heldout
     params = trained_runs(cfg, frame, "model=multihead", f"model.heads={MAX_HEADS + 1}")

@@ -9,7 +9,7 @@ import pytest
 import torch
 from scipy.stats import spearmanr
 
-from pipeline.field import agreement, erasure_study
+from pipeline.experiments.erasure import agreement, erasure_study
 
 F64 = torch.float64
 

@@ -16,7 +16,7 @@ import yaml
 from pipeline.config import PROJECT_ROOT, Config, compose, validate
 from pipeline.config.bounds import SEED_KEYS, value_at
 from pipeline.config.load import composed_yaml
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 HUGE = 10**30
 

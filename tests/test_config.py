@@ -11,7 +11,6 @@ from dataclasses import replace
 import pytest
 
 import pipeline.run
-from pipeline import precision
 from pipeline.config import (
     CONF_DIR,
     PARAMS_FILE,
@@ -23,7 +22,8 @@ from pipeline.config import (
     validate,
 )
 from pipeline.config.load import composed_yaml
-from pipeline.errors import ConfigError
+from pipeline.core import precision
+from pipeline.core.errors import ConfigError
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import assert_golden
 

@@ -7,8 +7,9 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, files
+from pipeline import data
 from pipeline.config import DataConfig
+from pipeline.core import files
 from pipeline.models import frames
 from tests.conftest import GOLDEN_DATA
 

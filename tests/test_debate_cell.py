@@ -9,10 +9,10 @@ import json
 import pytest
 import torch
 
-from pipeline import kinds
 from pipeline.config import compose, validate
+from pipeline.core import kinds, ranking
+from pipeline.core.errors import ConfigError, DivergenceError
 from pipeline.debate import cell as debate_cell
-from pipeline.errors import ConfigError, DivergenceError
 from tests.conftest import small_overrides
 from tests.test_models import toy_kind
 
@@ -162,7 +162,7 @@ def test_deception_s_hits_are_the_battery_s_hit_at_1():
     generator = torch.Generator().manual_seed(0)
     inputs = torch.randn(7, cfg.data.steps, 2, generator=generator, dtype=torch.float64)
     rationale = torch.randint(0, cfg.data.steps, (7,), generator=generator)
-    mask = faithfulness.rationale_mask(rationale, cfg.data.steps)
+    mask = ranking.rationale_mask(rationale, cfg.data.steps)
     hits = debate_cell.rationale_hits(params, inputs, mask, cfg)
     table = faithfulness.battery_tensors(
         params, inputs, mask, seeds, list(debate_cell.EXPLAINERS_ASKED), cfg.faithfulness

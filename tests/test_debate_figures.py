@@ -72,7 +72,7 @@ def test_the_stage_writes_the_figures_and_logs_each_cell_once(workdir, capsys):
 
 
 def test_a_cell_made_from_other_params_is_refused_and_nothing_is_drawn(workdir):
-    from pipeline.errors import ConfigError
+    from pipeline.core.errors import ConfigError
 
     root, _ = workdir
     path = root / "reports/debate/lesson-lesson.json"

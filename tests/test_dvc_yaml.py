@@ -1,4 +1,5 @@
-"""dvc.yaml's code deps: each stage lists every project module it imports.
+"""dvc.yaml's code deps: generated (pipeline/stages/code_deps.py), and each stage lists
+every project module it loads and none it does not.
 
 A module a stage imports but does not list would not rerun the stage when it
 changes, so a stale output could pass as current. The imports are read from the
@@ -7,60 +8,12 @@ source (function-level ones too), from each stage's entry point outwards.
 
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 
 from pipeline.config import PROJECT_ROOT
-from pipeline.provenance import stages
-
-
-def module_file(name: str) -> Path | None:
-    base = PROJECT_ROOT / name.replace(".", "/")
-    for path in (base.with_suffix(".py"), base / "__init__.py"):
-        if path.is_file():
-            return path
-    return None
-
-
-def project_imports(path: Path) -> set[str]:
-    """The `pipeline.*` modules a source file imports, wherever in the file."""
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.startswith("pipeline")}
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("pipeline"):
-            found.add(node.module)
-            # `from pipeline import study` imports the module pipeline.study
-            found |= {f"{node.module}.{alias.name}" for alias in node.names}
-    return found
-
-
-def registered_kinds() -> list[str]:
-    """The model kinds' modules: pipeline.models imports them by name, on use."""
-    from pipeline.kinds import MODEL_KINDS
-
-    return [module for module in MODEL_KINDS.values() if isinstance(module, str)]
-
-
-def import_closure(module: str) -> set[str]:
-    """Every project file that importing `module` may load, parent packages included
-    (and every registered model kind, once pipeline.models is among them)."""
-    seen: set[Path] = set()
-    todo = [module]
-    while todo:
-        name = todo.pop()
-        path = module_file(name)
-        if path is None or path in seen:
-            continue
-        seen.add(path)
-        parts = name.split(".")
-        todo += [".".join(parts[:i]) for i in range(1, len(parts))]
-        todo += project_imports(path)
-        if name == "pipeline.models":
-            todo += registered_kinds()
-    return {path.relative_to(PROJECT_ROOT).as_posix() for path in seen}
+from pipeline.config.provenance import PIPELINE_FILE, stages
+from pipeline.core.kinds import EXPERIMENTS
+from pipeline.stages.code_deps import import_closure, stage_module, with_code_deps
 
 
 def listed(deps: list[str], path: str) -> bool:
@@ -100,3 +53,48 @@ def test_the_closure_follows_function_level_imports_and_registered_kinds():
     assert not any(path.startswith("pipeline/models/") for path in generate)
     assert not any(path.startswith("pipeline/memory/") for path in generate)
     assert "pipeline/tracking/runs.py" in import_closure("pipeline.stages.track")
+
+
+def test_the_closure_follows_the_experiments_each_framework_reads():
+    """The frameworks find the experiments by name: the config reads each one's
+    settings, the memory bound its terms, the report its section, tracking its
+    numbers. A stage that loads a framework lists what it reads of every experiment,
+    and an experiment's stage its whole folder."""
+    generate = import_closure("pipeline.stages.generate")
+    report = import_closure("pipeline.stages.report")
+    track = import_closure("pipeline.stages.track")
+    for name, package in EXPERIMENTS.items():
+        folder = package.replace(".", "/")
+        assert f"{folder}/config.py" in generate
+        assert f"{folder}/memory.py" not in generate
+        assert f"{folder}/section.py" in report
+        assert f"{folder}/tracked.py" in track
+        own = [dep for dep in stages()[name]["deps"] if isinstance(dep, str)]
+        assert f"{folder}/" in own
+
+
+def test_dvc_yaml_holds_the_generated_code_deps():
+    """`python -m pipeline.params` rewrites them; a hand edit or a new import without
+    it fails here, naming the command."""
+    text = (PROJECT_ROOT / PIPELINE_FILE).read_text()
+    assert with_code_deps(text, stages()) == text, "run `python -m pipeline.params`"
+
+
+def test_the_generated_deps_replace_only_the_code_lines():
+    text = (
+        "stages:\n  a:\n    cmd: python -m pipeline.stages.generate\n    deps:\n"
+        "      - ${paths.x}\n      - pipeline/models/\n      - conf/\n"
+        "    params:\n      - data\n  b:\n    cmd: python -m pipeline.stages.generate\n"
+    )
+    spec = {"a": {"cmd": "python -m pipeline.stages.generate"}, "b": {"cmd": "x"}}
+    generated = with_code_deps(text, spec)
+    assert "pipeline/models/" not in generated  # the generate stage loads no model
+    assert "      - ${paths.x}\n      - pipeline/__init__.py\n" in generated
+    assert generated.endswith(
+        "      - conf/\n    params:\n      - data\n  b:\n    cmd: x\n".replace(
+            "x\n", "python -m pipeline.stages.generate\n"
+        )
+    )
+    assert stage_module({"do": {"cmd": "python -m pipeline.stages.grid --cell X"}}) == (
+        "pipeline.stages.grid"
+    )

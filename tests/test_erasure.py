@@ -9,7 +9,8 @@ import torch
 
 from pipeline.analysis import explainers, faithfulness
 from pipeline.config import ModelConfig
-from pipeline.field import erasure, erasure_study
+from pipeline.core import ties
+from pipeline.experiments.erasure import decision_flips, erasure_study
 from pipeline.models.parameters import Params
 
 F64 = torch.float64
@@ -56,16 +57,16 @@ MARKED = torch.tensor([0, 0, 0])
 
 
 def test_single_flips_by_hand():
-    flips = erasure.single_flips(marker_model(), INPUTS)
+    flips = decision_flips.single_flips(marker_model(), INPUTS)
     expected = [[[True, False, False], [False, True, False], [False, False, False]]]
     assert flips.tolist() == expected
 
 
 def test_top_weight_step_against_the_exact_mean_over_the_others():
     params = marker_model()
-    flips = erasure.single_flips(params, INPUTS)
+    flips = decision_flips.single_flips(params, INPUTS)
     weights = explainers.attention(params, INPUTS)  # (1/2, 1/4, 1/4) everywhere
-    got = erasure.top_and_other(flips, weights)
+    got = decision_flips.top_and_other(flips, weights)
     # The top step is step 0. A: it flips, the others do not (0/2). B: it does not,
     # one of the two others does (1/2). C: none.
     torch.testing.assert_close(got["top_flip"], t([[1.0, 0.0, 0.0]]))
@@ -75,29 +76,31 @@ def test_top_weight_step_against_the_exact_mean_over_the_others():
 def test_top_weight_ties_take_the_first_step():
     # Weights tie at steps 1 and 2: the top is step 1, the others are 0 and 2.
     flips = torch.tensor([[[True, False, True]]])
-    got = erasure.top_and_other(flips, t([[[0.2, 0.4, 0.4]]]))
+    got = decision_flips.top_and_other(flips, t([[[0.2, 0.4, 0.4]]]))
     torch.testing.assert_close(got["top_flip"], t([[0.0]]))
     torch.testing.assert_close(got["other_flip"], t([[1.0]]))  # both others flip
 
 
 def test_the_rationale_s_view_of_single_erasure():
     params = marker_model()
-    flips = erasure.single_flips(params, INPUTS)
+    flips = decision_flips.single_flips(params, INPUTS)
     weights = explainers.attention(params, INPUTS)
     # A: the top step flips and is the marked one; B, C: it does not flip (nan).
-    marked = erasure.top_flip_marked(flips, weights, MARKED)
+    marked = decision_flips.top_flip_marked(flips, weights, MARKED)
     torch.testing.assert_close(marked, t([[1.0, NAN, NAN]]), equal_nan=True)
     # Erasing the marked step alone flips A only.
-    torch.testing.assert_close(erasure.rationale_flip(flips, MARKED, F64), t([[1.0, 0.0, 0.0]]))
+    torch.testing.assert_close(
+        decision_flips.rationale_flip(flips, MARKED, F64), t([[1.0, 0.0, 0.0]])
+    )
 
 
 def test_flip_curves_by_hand():
     params = marker_model()
-    order = faithfulness.descending_order(explainers.attention(params, INPUTS))  # 0, 1, 2
-    first = erasure.first_flips(params, INPUTS, order)
+    order = ties.descending_order(explainers.attention(params, INPUTS))  # 0, 1, 2
+    first = decision_flips.first_flips(params, INPUTS, order)
     # A flips at k = 1. B: erase 0 -> 1.5, erase 0 and 1 -> -1: k = 2. C: never (0).
     assert first.tolist() == [[1, 2, 0]]
-    curve = erasure.flip_curve(first, order, MARKED, F64)
+    curve = decision_flips.flip_curve(first, order, MARKED, F64)
     torch.testing.assert_close(curve["removed"], t([[1 / 3, 2 / 3, NAN]]), equal_nan=True)
     torch.testing.assert_close(curve["never"], t([[0.0, 0.0, 1.0]]))
     # The k-th erased step: A's is step 0 (marked), B's step 1 (not).
@@ -109,7 +112,7 @@ def test_another_order_flips_elsewhere():
     order = torch.tensor([[[2, 1, 0]] * 3])  # reversed
     # A: erase 2 -> (2/3)2 + (1/3)(-1) = 1; erase 2, 1 -> 2: never. B: erase 2 -> 2/3;
     # erase 2, 1 -> -1: k = 2. C: never.
-    assert erasure.first_flips(params, INPUTS, order).tolist() == [[0, 2, 0]]
+    assert decision_flips.first_flips(params, INPUTS, order).tolist() == [[0, 2, 0]]
 
 
 def test_a_run_s_mean_and_the_summary_skip_nan():
@@ -135,7 +138,7 @@ def test_the_section_reads_a_model_whose_decisions_never_flip():
     """A run that never flips (sequence C: every mix is 1) leaves "is the flipping step
     marked?" without a value: the reading says so instead of failing (CI caught the
     report stage failing on `dvc exp run -S train.epochs=40 -S train.lr=0.3`)."""
-    from pipeline.reporting.erasure import erasure_section
+    from pipeline.experiments.erasure.section import section as erasure_section
 
     params, inputs = marker_model(), INPUTS[2:].repeat(3, 1, 1)
     rationale = faithfulness.task_rationale("lesson", torch.zeros(3, dtype=torch.long), 3)

@@ -9,6 +9,7 @@ from heldout_lesson import heldout_lesson
 
 from pipeline.analysis import explainers, metrics
 from pipeline.config import ModelConfig
+from pipeline.core import ranking
 from pipeline.models import interface
 from pipeline.models import lesson as lesson_model
 from pipeline.models.parameters import Params
@@ -252,7 +253,7 @@ def test_the_hand_set_marker_model_s_explanations_are_derived_by_hand(lesson, de
       the pooled reading, times P'(logit) = P (1 - P), the L2 norm over the two.
 
     And every rationale metric of attention is perfect: the marked step is on top."""
-    from pipeline.analysis import capacity, faithfulness
+    from pipeline.analysis import capacity
 
     steps, threshold = default_cfg.data.steps, default_cfg.data.threshold
     params = capacity.marker_reading(default_cfg.model, steps, threshold)
@@ -275,7 +276,5 @@ def test_the_hand_set_marker_model_s_explanations_are_derived_by_hand(lesson, de
     assert torch.allclose(explainers.loo(params, lesson.inputs)[0], loo, rtol=1e-9, atol=1e-15)
     assert torch.allclose(explainers.gradient(params, lesson.inputs)[0], gradient, rtol=1e-9)
     attention = explainers.attention(params, lesson.inputs)
-    assert torch.equal(faithfulness.hit_at_1(attention, marked), torch.ones_like(attention[..., 0]))
-    assert torch.equal(
-        faithfulness.marked_rank(attention, marked), torch.ones_like(attention[..., 0])
-    )
+    assert torch.equal(ranking.hit_at_1(attention, marked), torch.ones_like(attention[..., 0]))
+    assert torch.equal(ranking.marked_rank(attention, marked), torch.ones_like(attention[..., 0]))

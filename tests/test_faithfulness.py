@@ -11,9 +11,10 @@ import torch
 from heldout_lesson import heldout_lesson
 from scipy.stats import kendalltau
 
-from pipeline.analysis import explainers, faithfulness, metrics, registry
+from pipeline.analysis import explainers, faithfulness, metrics
 from pipeline.config import PROJECT_ROOT, FaithfulnessConfig, ModelConfig, compose, validate
-from pipeline.errors import ConfigError
+from pipeline.core import measures, ranking, ties
+from pipeline.core.errors import ConfigError
 from pipeline.models import interface
 from pipeline.models import lesson as lesson_model
 from pipeline.models.parameters import Params
@@ -47,7 +48,7 @@ def test_kendall_tau_b_matches_scipy_with_ties():
     for steps, levels in [(12, 4), (12, 3), (5, 2), (2, 2), (30, 6)]:
         x = torch.randint(levels, (40, steps), generator=generator).to(F64)
         y = torch.randint(levels, (40, steps), generator=generator).to(F64)
-        got = faithfulness.kendall_tau_b(x, y)  # integers: exact ties only, as in scipy
+        got = ranking.kendall_tau_b(x, y)  # integers: exact ties only, as in scipy
         for i in range(40):
             expected = kendalltau(x[i].numpy(), y[i].numpy()).statistic
             if math.isnan(expected):
@@ -59,7 +60,7 @@ def test_kendall_tau_b_matches_scipy_with_ties():
 def test_kendall_tau_b_batched_and_degenerate():
     x = t([[[1, 2, 3, 4], [1, 1, 2, 2]], [[4, 3, 2, 1], [5, 5, 5, 5]]])
     y = t([[[1, 2, 3, 4], [1, 2, 2, 3]], [[1, 2, 3, 4], [1, 2, 3, 4]]])
-    got = faithfulness.kendall_tau_b(x, y)
+    got = ranking.kendall_tau_b(x, y)
     assert got.shape == (2, 2)
     assert got[0, 0] == 1 and got[1, 0] == -1
     assert float(got[0, 1]) == pytest.approx(kendalltau([1, 1, 2, 2], [1, 2, 2, 3]).statistic)
@@ -70,11 +71,11 @@ def test_kendall_tau_b_ties_float_noise():
     """Values within ties.RTOL of the largest |value| tie, where scipy sees an order."""
     noisy = t([0.5, 0.5 + 1e-16, 0.25, 0.125])  # a tie broken by one rounding
     clean = t([0.5, 0.5, 0.25, 0.125])
-    assert float(faithfulness.kendall_tau_b(noisy, clean)) == 1.0
+    assert float(ranking.kendall_tau_b(noisy, clean)) == 1.0
     assert kendalltau(noisy.numpy(), clean.numpy()).statistic < 1.0
     # A real difference of 1e-9 relative is still an order.
     step = t([0.5, 0.5 * (1 + 1e-9), 0.25, 0.125])
-    assert float(faithfulness.kendall_tau_b(step, clean)) < 1.0
+    assert float(ranking.kendall_tau_b(step, clean)) < 1.0
 
 
 # --- orders, ranks, precision ----------------------------------------------------------------
@@ -83,21 +84,21 @@ SCORES = t([[[0.1, 0.5, 0.3, 0.5], [0.2, 0.2, 0.2, 0.2], [0.0, 0.9, 0.4, 0.1]]])
 
 
 def test_descending_order_first_max_wins():
-    order = faithfulness.descending_order(SCORES)
+    order = ties.descending_order(SCORES)
     assert order.tolist() == [[[1, 3, 2, 0], [0, 1, 2, 3], [1, 2, 3, 0]]]
-    positions = faithfulness.order_positions(order)
+    positions = ranking.order_positions(order)
     assert positions.tolist() == [[[3, 0, 2, 1], [0, 1, 2, 3], [3, 0, 1, 2]]]
 
 
 def test_hit_rank_and_precision_with_ties():
     # Marked steps 3, 2, 1: a tie for the top, a four-way tie, a clear top.
     marked = torch.tensor([3, 2, 1])
-    assert faithfulness.hit_at_1(SCORES, marked).tolist() == [[0.0, 0.0, 1.0]]  # first max wins
-    assert faithfulness.marked_rank(SCORES, marked).tolist() == [[1.0, 1.0, 1.0]]  # ties not larger
-    assert faithfulness.average_precision(SCORES, marked).tolist() == [[0.5, 0.25, 1.0]]
+    assert ranking.hit_at_1(SCORES, marked).tolist() == [[0.0, 0.0, 1.0]]  # first max wins
+    assert ranking.marked_rank(SCORES, marked).tolist() == [[1.0, 1.0, 1.0]]  # ties not larger
+    assert ranking.average_precision(SCORES, marked).tolist() == [[0.5, 0.25, 1.0]]
     marked = torch.tensor([0, 0, 3])
-    assert faithfulness.marked_rank(SCORES, marked).tolist() == [[4.0, 1.0, 3.0]]
-    assert faithfulness.average_precision(SCORES, marked).tolist() == [[0.25, 0.25, 1 / 3]]
+    assert ranking.marked_rank(SCORES, marked).tolist() == [[4.0, 1.0, 3.0]]
+    assert ranking.average_precision(SCORES, marked).tolist() == [[0.25, 0.25, 1 / 3]]
 
 
 def reference_average_precision(scores: list[float], positive: int | set[int]) -> float:
@@ -117,7 +118,7 @@ def test_average_precision_against_definition():
     generator = torch.Generator().manual_seed(3)
     scores = torch.randint(5, (1, 200, 8), generator=generator).to(F64)
     marked = torch.randint(8, (200,), generator=generator)
-    got = faithfulness.average_precision(scores, marked)[0]
+    got = ranking.average_precision(scores, marked)[0]
     for i in range(200):
         expected = reference_average_precision(scores[0, i].tolist(), int(marked[i]))
         assert float(got[i]) == pytest.approx(expected, abs=1e-15)
@@ -130,9 +131,9 @@ def test_rationale_metrics_against_a_set_of_steps():
     scores = torch.randint(5, (1, 300, 8), generator=generator).to(F64)
     rationale = torch.rand(300, 8, generator=generator) < 0.3
     rationale[torch.arange(300), torch.randint(8, (300,), generator=generator)] = True
-    hits = faithfulness.hit_at_1(scores, rationale)[0]
-    ranks = faithfulness.marked_rank(scores, rationale)[0]
-    precision = faithfulness.average_precision(scores, rationale)[0]
+    hits = ranking.hit_at_1(scores, rationale)[0]
+    ranks = ranking.marked_rank(scores, rationale)[0]
+    precision = ranking.average_precision(scores, rationale)[0]
     for i in range(300):
         row, steps = scores[0, i].tolist(), set(rationale[i].nonzero().flatten().tolist())
         assert hits[i] == float(row.index(max(row)) in steps)
@@ -155,9 +156,9 @@ def test_a_one_step_rationale_is_scored_as_the_lessons_marked_step():
     hit = (scores.argmax(-1) == marked).to(F64)
     rank = 1 + (scores > at_marked).sum(-1).to(F64)
     precision = 1 / (scores >= at_marked).sum(-1).to(F64)
-    assert torch.equal(faithfulness.hit_at_1(scores, mask), hit)
-    assert torch.equal(faithfulness.marked_rank(scores, mask), rank)
-    assert torch.equal(faithfulness.average_precision(scores, mask), precision)
+    assert torch.equal(ranking.hit_at_1(scores, mask), hit)
+    assert torch.equal(ranking.marked_rank(scores, mask), rank)
+    assert torch.equal(ranking.average_precision(scores, mask), precision)
 
 
 # --- removal: AOPC and flips, by hand ---------------------------------------------------------
@@ -187,7 +188,7 @@ def sigmoid(x: float) -> float:
 
 def test_aopc_and_flips_by_hand():
     params = mean_model()
-    order = faithfulness.descending_order(t([[[0.9, 0.5, 0.1]]]))  # steps 0, 1, 2
+    order = ties.descending_order(t([[[0.9, 0.5, 0.1]]]))  # steps 0, 1, 2
     got = faithfulness.aopc_and_flips(params, INPUTS, order)
     full = sigmoid(2 / 3)  # predicted class 1
     # Without step 0: mean(0, -1); without 0, 1: -1. Only step 0: 3; only 0, 1: 1.5.
@@ -200,7 +201,7 @@ def test_aopc_and_flips_by_hand():
 
 def test_aopc_follows_the_predicted_class():
     params = mean_model(bias=-1.0)  # logit 2/3 - 1 = -1/3: predicted class 0
-    order = faithfulness.descending_order(t([[[0.1, 0.5, 0.9]]]))  # steps 2, 1, 0
+    order = ties.descending_order(t([[[0.1, 0.5, 0.9]]]))  # steps 2, 1, 0
     got = faithfulness.aopc_and_flips(params, INPUTS, order)
     full = 1 - sigmoid(-1 / 3)
     # Without step 2: mean(3, 0) - 1 = 0.5 (flips); without 2, 1: 2. Only 2: -2; only 2, 1: -1.5.
@@ -231,7 +232,7 @@ def test_aopc_is_eraser_s_on_the_same_removal_curves():
     inputs = torch.stack(
         [torch.randn(40, 5, generator=generator, dtype=F64), torch.zeros(40, 5, dtype=F64)], -1
     )
-    order = faithfulness.descending_order(torch.rand(1, 40, 5, generator=generator, dtype=F64))
+    order = ties.descending_order(torch.rand(1, 40, 5, generator=generator, dtype=F64))
     params = mean_model(bias=0.1)
     logits, without_top, only_top = faithfulness.removal_curves(params, inputs, order)
 
@@ -270,7 +271,7 @@ def test_auprc_is_eraser_s_average_precision_not_its_trapezoid_auprc():
     from sklearn.metrics import auc, average_precision_score, precision_recall_curve
 
     scores, truth = [0.9, 0.1, 0.5, 0.3], [1, 0, 0, 1]
-    got = float(faithfulness.average_precision(t([[scores]]), torch.tensor([truth]) > 0))
+    got = float(ranking.average_precision(t([[scores]]), torch.tensor([truth]) > 0))
     assert got == pytest.approx(5 / 6, abs=1e-15)
     assert average_precision_score(truth, scores) == pytest.approx(5 / 6, abs=1e-15)
     precision, recall, _ = precision_recall_curve(truth, scores)
@@ -280,10 +281,10 @@ def test_auprc_is_eraser_s_average_precision_not_its_trapezoid_auprc():
 def test_flips_capped_at_the_number_of_steps():
     params = mean_model()
     # Removing step 2 (-1), then step 1 (0) leaves 1.5, then 3: the class never flips.
-    order = faithfulness.descending_order(t([[[0.1, 0.5, 0.9]]]))
+    order = ties.descending_order(t([[[0.1, 0.5, 0.9]]]))
     assert float(faithfulness.aopc_and_flips(params, INPUTS, order)["flips_to_decision"]) == 3.0
     # Order 1, 0, 2: without 1 -> mean(3, -1) = 1; without 1, 0 -> -1: flips at 2.
-    order = faithfulness.descending_order(t([[[0.5, 0.9, 0.1]]]))
+    order = ties.descending_order(t([[[0.5, 0.9, 0.1]]]))
     assert float(faithfulness.aopc_and_flips(params, INPUTS, order)["flips_to_decision"]) == 2.0
 
 
@@ -291,7 +292,7 @@ def test_removal_curves_against_a_loop(lesson):
     """The batched top-k removal against one forward per (run, example, k)."""
     params, inputs = lesson.params, lesson.inputs[:15]
     scores = explainers.value_norm(params, inputs)
-    order = faithfulness.descending_order(scores)
+    order = ties.descending_order(scores)
     got = faithfulness.aopc_and_flips(params, inputs, order)
     steps = inputs.shape[1]
     for s in range(params.runs):
@@ -320,13 +321,13 @@ def test_removal_curves_against_a_loop(lesson):
 
 
 def test_battery_document_shape(lesson_battery):
-    rows = [*explainers.applicable(ModelConfig()), registry.RANDOM]
+    rows = [*explainers.applicable(ModelConfig()), measures.RANDOM]
     assert list(lesson_battery) == ["1", "2"]
     for seed in ("1", "2"):
         assert list(lesson_battery[seed]) == rows
         for row in rows:
             values = lesson_battery[seed][row]
-            assert list(values) == list(registry.SCORES)
+            assert list(values) == list(measures.SCORES)
             assert all(isinstance(v, float) and math.isfinite(v) for v in values.values())
             assert 1 <= values["flips_to_decision"] <= 12
             assert 1 <= values["marked_rank"] <= 12
@@ -422,7 +423,7 @@ def test_study_pairs_every_competitor_pair_or_each_against_a_reference(lesson):
     assert not any(
         "loo" in key for key in every["tau_loo"]
     )  # the reference of tau does not compete
-    assert not any(registry.RANDOM in key for pairs in every.values() for key in pairs)
+    assert not any(measures.RANDOM in key for pairs in every.values() for key in pairs)
     against = faithfulness.study_pairs(per_example, 20, 0, reference="attention")
     assert list(against["auprc"]) == [
         f"{row} vs attention" for row in explainers.applicable(ModelConfig()) if row != "attention"
@@ -437,27 +438,27 @@ def test_the_window_battery_scores_rollout_and_flow_and_multihead_each_head():
     marked = torch.tensor([0, 1, 2, 3, 4, 0])
     window = interface.init_params(1, [1, 2], ModelConfig(kind="window", window=2), 5)
     table = faithfulness.battery_tensors(window, inputs, marked, [1, 2], settings=FEW_NODES)
-    assert list(table)[-3:] == ["attention_rollout", "attention_flow", registry.RANDOM]
+    assert list(table)[-3:] == ["attention_rollout", "attention_flow", measures.RANDOM]
     heads = interface.init_params(1, [1, 2], ModelConfig(kind="multihead", heads=2), 5)
     table = faithfulness.battery_tensors(heads, inputs, marked, [1, 2], settings=FEW_NODES)
     assert list(table)[-4:] == [
         "attention_max_head",
         "attention_head1",
         "attention_head2",
-        registry.RANDOM,
+        measures.RANDOM,
     ]
 
 
 def test_first_shares_count_ties_and_leave_out_the_reference_and_random():
     t = torch.tensor
     table = {
-        "attention": {m: t([1.0, 0.0]) for m in registry.SCORES},
-        "gradient": {m: t([1.0, 2.0]) for m in registry.SCORES},
-        "loo": {m: t([5.0, 5.0]) for m in registry.SCORES},
-        registry.RANDOM: {m: t([9.0, 9.0]) for m in registry.SCORES},
+        "attention": {m: t([1.0, 0.0]) for m in measures.SCORES},
+        "gradient": {m: t([1.0, 2.0]) for m in measures.SCORES},
+        "loo": {m: t([5.0, 5.0]) for m in measures.SCORES},
+        measures.RANDOM: {m: t([9.0, 9.0]) for m in measures.SCORES},
     }
     shares = faithfulness.first_shares(table)
-    assert "tau_loo" not in shares["loo"] and shares[registry.RANDOM] == {}
+    assert "tau_loo" not in shares["loo"] and shares[measures.RANDOM] == {}
     assert shares["attention"]["tau_loo"] == 0.5 and shares["gradient"]["tau_loo"] == 1.0
     assert shares["loo"]["hit_at_1"] == 1.0  # higher is better; random does not compete
     assert shares["attention"]["marked_rank"] == 1.0  # lower is better: 0 beats 1 and 5
@@ -475,14 +476,14 @@ def test_committed_battery_agrees_with_the_lesson_metrics():
     assert set(battery) == set(lesson) == {"1", "2"}
     for seed, run in battery.items():
         assert run["attention"]["hit_at_1"] == lesson[seed]["argmax_hit"]
-        assert list(run) == [*explainers.applicable(ModelConfig()), registry.RANDOM]
-        assert all(set(numbers) == set(registry.SCORES) for numbers in run.values())
+        assert list(run) == [*explainers.applicable(ModelConfig()), measures.RANDOM]
+        assert all(set(numbers) == set(measures.SCORES) for numbers in run.values())
     study = json.loads((reports / "study/faithfulness.json").read_text())
     assert study["seeds"] == 1000
     # Each paired difference is the difference of the two means the study table shows.
     means = study["explainers"]
     for metric, pairs in study["paired"].items():
-        assert len(pairs) == math.comb(len(registry.competitors(list(means), metric)), 2)
+        assert len(pairs) == math.comb(len(measures.competitors(list(means), metric)), 2)
         for key, entry in pairs.items():
             first, second = key.split(" vs ")
             gap = means[first][metric]["mean"] - means[second][metric]["mean"]
@@ -517,8 +518,8 @@ def test_a_task_s_rationale_is_the_steps_its_rule_reads():
     lesson = faithfulness.task_rationale("lesson", marked, 6)
     assert lesson.tolist() == torch.nn.functional.one_hot(marked, 6).bool().tolist()
     every = faithfulness.task_rationale("two_patterns", marked, 6)
-    assert faithfulness.applicable_metrics(every.tolist()) == tuple(registry.model_scores())
-    assert faithfulness.applicable_metrics(rise.tolist()) == tuple(registry.SCORES)
+    assert faithfulness.applicable_metrics(every.tolist()) == tuple(measures.model_scores())
+    assert faithfulness.applicable_metrics(rise.tolist()) == tuple(measures.SCORES)
 
 
 def test_the_lesson_stage_scores_against_the_task_s_rationale(monkeypatch):

@@ -17,9 +17,8 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
-from pipeline import provenance
 from pipeline.analysis import stats
-from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.config import PROJECT_ROOT, compose, provenance, validate
 from pipeline.reporting.debate_figures import debate_plots
 from pipeline.reporting.drawing import Plot
 from pipeline.reporting.faithfulness_figures import faithfulness_figures

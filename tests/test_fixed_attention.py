@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from pipeline.core.precision import settle
 from pipeline.debate.fixed_attention import train_fixed, uniform_weights
 from pipeline.debate.pooling import fixed_logits
-from pipeline.precision import settle
 
 EPOCHS, LR = 200, 0.6
 
@@ -57,7 +57,7 @@ def test_uniform_attention_is_a_readout_of_the_sequence_means(lesson):
         with torch.no_grad():
             for tensor, grad in zip((value, readout, bias), grads, strict=True):
                 tensor.copy_(settle(tensor - LR * grad))  # the debate settles every step
-    # Both settle each step at 8 decimals (pipeline/precision.py): equal, unless float
+    # Both settle each step at 8 decimals (pipeline/core/precision.py): equal, unless float
     # noise put a value within an ulp of a rounding boundary, one step of 1e-8 apart.
     for name, tensor in (("Wv", value), ("w", readout), ("b", bias)):
         assert (trained.named[name] - tensor.detach()).abs().max() <= 2e-8, name

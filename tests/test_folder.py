@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.scaleout import server
 
 NOBODY = 65534  # another local user

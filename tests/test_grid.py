@@ -10,9 +10,9 @@ from conftest import small_overrides
 
 from pipeline import data
 from pipeline.analysis import capacity, faithfulness, grid, seed_study
-from pipeline.analysis.registry import SCORES, model_scores
 from pipeline.config import ConfigError, compose, validate
 from pipeline.config.cells import cell_config
+from pipeline.core.measures import SCORES, model_scores
 from pipeline.models import frames
 from pipeline.reporting import next_lesson
 from pipeline.reporting.next_lesson import next_lesson_section
@@ -291,7 +291,7 @@ def test_each_cell_is_one_parent_run_tagged_with_task_and_model(cfg, store, tmp_
     ],
 )
 def test_a_cell_of_an_unknown_task_or_variant_is_refused_in_one_line(cell, message):
-    from pipeline.errors import ConfigError
+    from pipeline.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=message):
         validate(compose([f"+grid.cells.bad={cell}"]))

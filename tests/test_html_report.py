@@ -126,9 +126,8 @@ def test_a_cell_file_that_holds_another_cell_is_refused(tmp_path, monkeypatch):
     variant says `![l](../../etc/hostname)` is refused before anything renders it."""
     import json
 
-    from pipeline import provenance
-    from pipeline.config import compose, validate
-    from pipeline.errors import ConfigError
+    from pipeline.config import compose, provenance, validate
+    from pipeline.core.errors import ConfigError
 
     monkeypatch.chdir(tmp_path)
     cfg = validate(compose())

@@ -112,3 +112,62 @@ def test_the_config_imports_neither_torch_nor_the_models():
     blocked = f"import sys; sys.modules['torch'] = None; {every_config_module}"
     result = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
+
+
+# pipeline/'s folders from the bottom up (docs/architecture.md): a module imports only
+# from its own folder or one below. The top-level modules: `data` sits above the
+# config, the commands (`__main__`, `run`, `study`, `params`, `sharing`) on top. The
+# frameworks below `experiments` find an experiment by name, never by an import.
+LAYERS = [
+    ("core",),
+    ("tasks",),
+    ("config",),
+    ("data",),
+    ("models",),
+    ("memory",),
+    ("analysis",),
+    ("debate",),
+    ("reporting",),
+    ("tracking",),
+    ("scaleout",),
+    ("browse",),
+    ("stages",),
+    ("experiments",),
+    ("__main__", "run", "study", "params", "sharing"),
+]
+
+
+def layer(module: str) -> int:
+    """The index in LAYERS of a module's folder (or top-level module's name)."""
+    parts = module.split(".")
+    if len(parts) == 1:  # the package itself: its __init__ pins the numerics, from core
+        return 0
+    return next(i for i, names in enumerate(LAYERS) if parts[1] in names)
+
+
+def arrows_up(graph: nx.DiGraph) -> list[str]:
+    return sorted(
+        f"{source} -> {target}"
+        for source, target in graph.edges
+        if target != "pipeline" and layer(target) > layer(source)
+    )
+
+
+def test_every_module_sits_in_a_layer():
+    assert all(layer(name) >= 0 for name in module_names())
+
+
+def test_no_folder_imports_one_above_it():
+    assert not arrows_up(import_graph())
+
+
+def test_an_arrow_up_is_seen():
+    # The two arrows of before the core moved: a primitive reaching up to the config,
+    # and the memory bound and the analysis importing each other.
+    graph = import_graph()
+    graph.add_edge("pipeline.core.files", "pipeline.config.schema")
+    graph.add_edge("pipeline.memory.battery", "pipeline.analysis.faithfulness")
+    assert arrows_up(graph) == [
+        "pipeline.core.files -> pipeline.config.schema",
+        "pipeline.memory.battery -> pipeline.analysis.faithfulness",
+    ]

@@ -19,7 +19,7 @@ import sys
 
 import pytest
 
-from pipeline import kernels
+from pipeline.core import numerics
 from tests.conftest import changed_files, clone_project, small_overrides
 
 # What a caller's environment or another CPU could select; the pin overrides each.
@@ -37,7 +37,7 @@ LESSON_STAGES = ("generate", "train", "evaluate")
 
 
 def kernel_env(path: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key != kernels.PIN_OFF}
+    env = {key: value for key, value in os.environ.items() if key != numerics.PIN_OFF}
     return {**env, **KERNEL_PATHS[path], "CUDA_VISIBLE_DEVICES": ""}
 
 
@@ -60,7 +60,7 @@ def test_the_pin_overrides_what_the_caller_selects():
 def test_the_provenance_record_names_the_kernel_paths():
     import torch  # noqa: F401  (the record names torch's level only once torch is loaded)
 
-    record = kernels.environment()
+    record = numerics.environment()
     assert record["aten_cpu_capability"] == "avx2"
     assert record["mkl_cbwr"] == "COMPATIBLE" and record["numba_cpu_name"] == "generic"
     assert record["torch"].startswith("2.")
@@ -100,8 +100,8 @@ import hashlib, json, sys
 from pipeline import data
 from pipeline.analysis import grid, seed_study
 from pipeline.config import compose, validate
-from pipeline.files import parquet_bytes
-from pipeline.precision import rounded
+from pipeline.core.files import parquet_bytes
+from pipeline.core.precision import rounded
 from pipeline.stages.faithfulness import battery_table
 
 cfg = validate(compose(json.loads(sys.argv[1])))

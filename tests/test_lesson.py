@@ -9,9 +9,9 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import precision
 from pipeline.config import ModelConfig
-from pipeline.files import read_parquet, write_parquet
+from pipeline.core import precision
+from pipeline.core.files import read_parquet, write_parquet
 from pipeline.models import frames, interface
 from pipeline.models import lesson as lesson_model
 from pipeline.models.parameters import Params, init_run, lesson_layout

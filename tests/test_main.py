@@ -57,7 +57,7 @@ READ_OPTIONS = {("merge_study", "sweep_dir"), ("history", "sweep")}
 @pytest.fixture
 def project(tmp_path, monkeypatch) -> Path:
     """A project root with a file at each of PROTECTED_TARGETS, as the current folder."""
-    from pipeline import files
+    from pipeline.core import files
 
     root = tmp_path / "project"
     for number, name in enumerate(PROTECTED_TARGETS):
@@ -95,7 +95,7 @@ def test_no_command_writes_a_store_config_source_or_stage_output(project, monkey
     """Issue 49, item 4: `merge_study SWEEP --out mlflow.db` replaced the store, exit 0.
     Every writing option of every command (a Writes action in its parser) refuses each
     protected file in one line, before any work, and leaves it as it was."""
-    from pipeline.files import Writes
+    from pipeline.core.files import Writes
 
     parsers = command_parsers(monkeypatch)
     writing = {(c, a) for c, p in parsers.items() for a in p._actions if isinstance(a, Writes)}

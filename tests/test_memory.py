@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from pipeline.config import MAX_BYTES, compose, validate
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
+from pipeline.core.kinds import EXPERIMENTS
 from pipeline.memory import check_memory, estimated_bytes, stage_estimates, stage_terms
 
 TOO_BIG = [
@@ -70,8 +71,8 @@ def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads
     cells = [f"grid@{name}" for name in cfg.grid.cells]
     debate = [f"debate@{name}" for name in cfg.debate.cells]
     assert list(estimates) == [
-        "generate", "train", "evaluate", "study", "faithfulness", "report", "roar", "erasure",
-        "abstraction", *cells, *debate,
+        "generate", "train", "evaluate", "study", "faithfulness", "report", *EXPERIMENTS,
+        *cells, *debate,
     ]  # fmt: skip
     assert estimated_bytes(cfg) == max(estimates.values())
     # The case the issue measured: window12 at 1000 seeds peaked at 4.96 GiB, where
@@ -144,7 +145,7 @@ def test_the_debate_s_adversary_passes_shrink_as_its_candidates_grow():
 
 
 def test_byte_sizes_read_as_people_write_them():
-    from pipeline.files import byte_size
+    from pipeline.core.files import byte_size
 
     assert (byte_size(1536), byte_size(8 * 2**30), byte_size(3)) == ("1.5 KiB", "8 GiB", "3 B")
 

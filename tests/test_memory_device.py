@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from pipeline.config import MAX_BYTES, compose, validate
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 from pipeline.memory import device, stages, study
 from pipeline.memory.device import gpu_chunk, pieces, training_piece
 from pipeline.models import train

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import files, provenance
-from pipeline.config import PROJECT_ROOT, compose, validate
-from pipeline.errors import ConfigError, OutputError
+from pipeline.config import PROJECT_ROOT, compose, provenance, validate
+from pipeline.core import files
+from pipeline.core.errors import ConfigError, OutputError
+from pipeline.core.kinds import experiment
 
 
 def test_a_read_only_folder_is_one_line_and_nothing_is_lost(tmp_path, monkeypatch):
@@ -165,23 +166,25 @@ def test_a_provenance_record_of_the_wrong_shape_is_one_line(tmp_path, monkeypatc
 
 
 @pytest.mark.parametrize("stage", ["erasure", "abstraction", "roar"])
-def test_a_field_document_of_the_wrong_shape_is_one_line(tmp_path, monkeypatch, small_cfg, stage):
-    """Issue 60, case 12: a field stage's document that is valid JSON of another shape
+def test_an_experiment_s_document_of_another_shape_is_one_line(
+    tmp_path, monkeypatch, small_cfg, stage
+):
+    """Issue 60, case 12: an experiment's document that is valid JSON of another shape
     was a KeyError or TypeError in the report and track stages."""
     monkeypatch.chdir(tmp_path)
-    path = Path(getattr(small_cfg.paths, stage)) / provenance.FIELD_DOCUMENTS[stage]
+    path = Path(getattr(small_cfg.paths, stage)) / experiment(stage).DOCUMENT
     path.parent.mkdir(parents=True)
     committed = json.loads((PROJECT_ROOT / path).read_text())
     key = next(iter(committed))
     for document in ([], {}, {**committed, key: "text"}, "text"):
         path.write_text(json.dumps(document))
         with pytest.raises(ConfigError) as err:
-            provenance.field_documents(small_cfg)
+            provenance.experiment_documents(small_cfg)
         text = str(err.value)
         assert text.startswith(f"{path} is not the document the {stage} stage writes (")
         assert text.endswith(f"rerun `dvc repro --force -s {stage}`") and "\n" not in text
     path.write_text(json.dumps(committed))
-    assert provenance.field_documents(small_cfg)[stage] == committed
+    assert provenance.experiment_documents(small_cfg)[stage] == committed
 
 
 def test_lock_subset_needs_only_the_standard_library():
@@ -236,7 +239,7 @@ def test_a_cpu_window_cell_with_numba_shadowed_is_one_line(monkeypatch):
     import torch
 
     import pipeline.models
-    from pipeline.errors import PipelineError
+    from pipeline.core.errors import PipelineError
     from pipeline.models import window
 
     monkeypatch.setitem(sys.modules, "numba", types.ModuleType("numba"))  # no njit

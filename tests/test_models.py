@@ -12,9 +12,10 @@ import torch
 from glossary import scaled_dot_product_attention, sliding_window_mask
 
 import pipeline.models
-from pipeline import data, kinds
-from pipeline.analysis import explainers, faithfulness, metrics, registry, seed_study
+from pipeline import data
+from pipeline.analysis import explainers, faithfulness, metrics, seed_study
 from pipeline.config import EvalConfig, FaithfulnessConfig, ModelConfig, compose, validate
+from pipeline.core import kinds, measures
 from pipeline.models import frames, interface, multihead, posenc, sink, train
 from pipeline.models import lesson as lesson_kind
 from pipeline.models import window as window_kind
@@ -372,7 +373,7 @@ def test_every_variant_trains_deterministically_with_every_metric(kind):
     again = once()
     assert torch.equal(flat, again[0]) and torch.equal(history.loss, again[1].loss)
     assert bool((history.loss[-1] < history.loss[0]).all())
-    assert set(numbers) >= set(registry.METRICS)
+    assert set(numbers) >= set(measures.METRICS)
     for name, values in numbers.items():
         assert values.shape == (2,) and bool(torch.isfinite(values.double()).all()), name
         assert torch.equal(values, again[2][name]), name
@@ -586,7 +587,7 @@ def toy_kind() -> types.ModuleType:
 
 
 def test_an_unregistered_kind_is_refused():
-    from pipeline.errors import ConfigError
+    from pipeline.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"model\.kind='toy'.*allowed: lesson"):
         validate(compose([*small_overrides(), "model.kind=toy"]))
@@ -627,7 +628,7 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
 
     # Every metric, plus the toy's own number, from its pooling weights.
     numbers, weights, effects = metrics.run_metrics(trained, (train_x, train_y), heldout, cfg.eval)
-    assert list(numbers) == [*registry.run_order(), "toy_marked_readout"]
+    assert list(numbers) == [*measures.run_order(), "toy_marked_readout"]
     assert metrics.variant_names(numbers) == ["toy_marked_readout"]
     for name, values in numbers.items():
         assert values.shape == (3,) and bool(torch.isfinite(values.double()).all()), name
@@ -665,7 +666,7 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     few = slice(0, 12)
     scores_by = explainers.explain(trained, inputs[few], settings=FEW_NODES)
     # The toy has one head and no layer: the explainers that apply to every kind.
-    everywhere = {key for key, e in registry.EXPLAINERS.items() if e.applies == "every"}
+    everywhere = {key for key, e in measures.EXPLAINERS.items() if e.applies == "every"}
     assert set(scores_by) == everywhere
     for name, values in scores_by.items():
         assert values.shape == (3, 12, steps) and bool(torch.isfinite(values).all()), name
@@ -677,9 +678,9 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     table = faithfulness.battery_tensors(
         trained, inputs[few], marked[few], seeds, settings=FEW_NODES
     )
-    assert set(table) == {*everywhere, registry.RANDOM}
+    assert set(table) == {*everywhere, measures.RANDOM}
     for row, row_metrics in table.items():
-        assert list(row_metrics) == list(registry.SCORES), row
+        assert list(row_metrics) == list(measures.SCORES), row
         for metric, values in row_metrics.items():
             assert values.shape == (3,), (row, metric)
             if metric != "tau_loo":

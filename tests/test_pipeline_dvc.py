@@ -21,8 +21,9 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from pipeline import precision, tracking
+from pipeline import tracking
 from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.core import precision
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import (
     STAGE_OUTPUTS,

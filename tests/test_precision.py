@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline import precision
 from pipeline.config import PROJECT_ROOT
-from pipeline.files import parquet_bytes, write_csv, write_json
+from pipeline.core import precision
+from pipeline.core.files import parquet_bytes, write_csv, write_json
 
 DECIMALS = precision.DECIMALS
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline import provenance
-from pipeline.config import PROJECT_ROOT, load_params
+from pipeline.config import PROJECT_ROOT, load_params, provenance
 from pipeline.config.load import composed_yaml
-from pipeline.errors import ConfigError
-from pipeline.stages import evaluate, faithfulness, generate, report, roar, study, train
+from pipeline.core.errors import ConfigError
+from pipeline.experiments.roar import stage as roar
+from pipeline.stages import evaluate, faithfulness, generate, report, study, train
 from tests.conftest import small_overrides, write_cells
 
 STAGES = [generate, train, evaluate, study, faithfulness, roar, report]
@@ -120,7 +120,7 @@ def test_a_full_disk_leaves_every_old_output_and_says_so_in_one_line(
     and the error was a 15-line traceback."""
     import errno
 
-    from pipeline import files
+    from pipeline.core import files
 
     set_param(workdir, "order_seed: 0", "order_seed: 5")
     before = outputs(workdir)
@@ -220,7 +220,7 @@ def test_ctrl_c_between_two_renames_waits_until_the_stage_and_its_record_are_out
     import os
     import signal
 
-    from pipeline import files
+    from pipeline.core import files
 
     before = outputs(workdir)
     set_param(workdir, "lr: 0.6", "lr: 0.5")

@@ -1,4 +1,4 @@
-"""The metric and explainer registry (pipeline/analysis/registry.py): one declaration
+"""The metric and explainer registry (pipeline/core/measures.py): one declaration
 from which every table, file and tracked name derives. A toy metric registered in
 this test alone reaches metrics.json, summary.json, report.md, the headline file
 and MLflow; a toy explainer, the battery and report.md's list."""
@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 import torch
 
-from pipeline import precision
-from pipeline.analysis import explainers, faithfulness, metrics, registry
+from pipeline.analysis import explainers, faithfulness, metrics
 from pipeline.config.load import composed_yaml
-from pipeline.errors import PipelineError
+from pipeline.core import measures, precision
+from pipeline.core.errors import PipelineError
 from tests.conftest import small_overrides, write_cells
 
-TOY = registry.Metric(
+TOY = measures.Metric(
     "toy_top_weight",
     "toy top weight",
     "toy top",
@@ -30,14 +30,14 @@ TOY = registry.Metric(
 
 @pytest.fixture
 def toy_metric(monkeypatch):
-    monkeypatch.setitem(registry.METRICS, TOY.key, TOY)
+    monkeypatch.setitem(measures.METRICS, TOY.key, TOY)
     monkeypatch.setitem(metrics.PER_EXAMPLE, TOY.key, lambda out: out.weights.amax(-1))
     return TOY
 
 
 def test_the_declarations_derive_every_table():
-    assert registry.run_order()[:2] == ["train_accuracy", "heldout_accuracy"]
-    assert registry.means() == [
+    assert measures.run_order()[:2] == ["train_accuracy", "heldout_accuracy"]
+    assert measures.means() == [
         "heldout_accuracy",
         "train_accuracy",
         "marker_mass",
@@ -45,11 +45,11 @@ def test_the_declarations_derive_every_table():
         "weight_effect_agreement",
         "top_weight_effect",
     ]
-    assert registry.counts() == ["high_weight", "high_weight_low_effect"]
-    assert registry.in_table("accuracy") == ["train_accuracy", "heldout_accuracy"]
-    assert set(metrics.PER_EXAMPLE) == set(registry.METRICS)  # a function for each
+    assert measures.counts() == ["high_weight", "high_weight_low_effect"]
+    assert measures.in_table("accuracy") == ["train_accuracy", "heldout_accuracy"]
+    assert set(metrics.PER_EXAMPLE) == set(measures.METRICS)  # a function for each
     # One word per metric in the wide tables, the same wherever it is shown.
-    columns = {key: metric.column for key, metric in registry.METRICS.items()}
+    columns = {key: metric.column for key, metric in measures.METRICS.items()}
     assert columns["weight_effect_agreement"] == "agreement"
     assert columns["heldout_accuracy"] == "heldout" and columns["marker_mass"] == "marker_mass"
 
@@ -57,7 +57,7 @@ def test_the_declarations_derive_every_table():
 def test_a_declared_metric_without_values_is_an_error_naming_it(monkeypatch, small_cfg):
     from tests.test_models import small_set
 
-    monkeypatch.setitem(registry.METRICS, TOY.key, TOY)  # declared, no @per_example
+    monkeypatch.setitem(measures.METRICS, TOY.key, TOY)  # declared, no @per_example
     (train_x, train_y), heldout = small_set()
     from pipeline.models import interface
 
@@ -68,9 +68,9 @@ def test_a_declared_metric_without_values_is_an_error_naming_it(monkeypatch, sma
 
 def test_a_bad_declaration_is_refused():
     with pytest.raises(ValueError, match="reduce in"):
-        registry.register_metric(registry.Metric("x", "x", "x", "x", "weights", reduce="median"))
+        measures.register_metric(measures.Metric("x", "x", "x", "x", "weights", reduce="median"))
     with pytest.raises(ValueError, match="table in"):
-        registry.register_metric(registry.Metric("x", "x", "x", "x", "elsewhere"))
+        measures.register_metric(measures.Metric("x", "x", "x", "x", "elsewhere"))
 
 
 @pytest.fixture
@@ -86,14 +86,14 @@ def test_a_metric_registered_in_a_test_reaches_every_output(toy_metric, project,
     from mlflow.tracking import MlflowClient
 
     from pipeline.config import load_params
+    from pipeline.experiments.abstraction import stage as abstraction
+    from pipeline.experiments.roar import stage as roar
     from pipeline.stages import (
-        abstraction,
         evaluate,
         faithfulness,
         generate,
         next_lesson,
         report,
-        roar,
         study,
         track,
         train,
@@ -145,8 +145,8 @@ def test_a_metric_registered_in_a_test_reaches_every_output(toy_metric, project,
 def test_an_explainer_registered_in_a_test_is_scored_and_listed(monkeypatch):
     """The toy scores each step by its first input channel: the battery scores it with
     every metric, and report.md's sentence counts and names it."""
-    toy = registry.Explainer("first_channel", "a toy", {"scale": "ig_steps"})
-    monkeypatch.setitem(registry.EXPLAINERS, toy.key, toy)
+    toy = measures.Explainer("first_channel", "a toy", {"scale": "ig_steps"})
+    monkeypatch.setitem(measures.EXPLAINERS, toy.key, toy)
     seen = {}
 
     def first_channel(params, inputs, scale):
@@ -165,10 +165,10 @@ def test_an_explainer_registered_in_a_test_is_scored_and_listed(monkeypatch):
         params, inputs, marked, [1, 2], ["first_channel"], settings
     )
     assert seen["scale"] == 7
-    assert set(table) == {"first_channel", registry.RANDOM}
-    assert set(table["first_channel"]) == set(registry.SCORES)
+    assert set(table) == {"first_channel", measures.RANDOM}
+    assert set(table["first_channel"]) == set(measures.SCORES)
     assert all(torch.isfinite(v).all() for v in table["first_channel"].values())
-    sentence = registry.explainers_sentence(explainers.rows(ModelConfig()))
+    sentence = measures.explainers_sentence(explainers.rows(ModelConfig()))
     assert sentence.startswith("Seven explainers score every step")
     assert sentence.endswith("`value_norm` (weight times |readout|) and `first_channel` (a toy)")
 
@@ -180,11 +180,11 @@ def test_the_report_s_explainer_sentence_is_the_committed_one():
     from pipeline.config import ModelConfig
 
     lesson = explainers.rows(ModelConfig())  # one head, no layer
-    assert registry.explainers_sentence(lesson) + "; `random` is a random order" in text
-    assert "attention_rollout" not in registry.explainers_sentence(lesson)
-    assert "`attention_head` (each head's weight)" in registry.explainers_sentence(
+    assert measures.explainers_sentence(lesson) + "; `random` is a random order" in text
+    assert "attention_rollout" not in measures.explainers_sentence(lesson)
+    assert "`attention_head` (each head's weight)" in measures.explainers_sentence(
         ["attention", "attention_head1", "attention_head2"]
     )
-    assert registry.explainer_of("attention_head2") == "attention_head"
+    assert measures.explainer_of("attention_head2") == "attention_head"
     with pytest.raises(KeyError, match="no explainer gives the battery row value_norm2"):
-        registry.explainer_of("value_norm2")  # not a per-head explainer
+        measures.explainer_of("value_norm2")  # not a per-head explainer

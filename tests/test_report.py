@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from pipeline.analysis import golden, registry, seed_study
+from pipeline.analysis import golden, seed_study
 from pipeline.config import (
     PROJECT_ROOT,
     Config,
@@ -24,7 +24,8 @@ from pipeline.config import (
     validate,
 )
 from pipeline.config.load import composed_yaml
-from pipeline.errors import ConfigError
+from pipeline.core import measures
+from pipeline.core.errors import ConfigError
 from pipeline.models import frames
 from pipeline.reporting import faithfulness_reading, figures, reading, report, study_reading
 from pipeline.reporting.inputs import ReportInputs
@@ -295,7 +296,7 @@ def test_missing_input_is_a_clear_error(tmp_path, monkeypatch, run_entry):
 def hand_summary(share: float, percentile: float) -> dict:
     spread = {key: 0.5 for key in ("mean", "std", "min", "max", "median", "q05", "q95")}
     spread |= {"ci95_low": 0.4, "ci95_high": 0.6}
-    summary = {"seeds": 100, **{name: dict(spread) for name in registry.means()}}
+    summary = {"seeds": 100, **{name: dict(spread) for name in measures.means()}}
     summary["share_marker_mass_above_half"] = 0.25
     summary["pair_gap"] = {"observed": 0.1056, "mean": 0.03, "p_at_least_observed": share}
     summary["lesson_seeds"] = {"1": {"heldout_accuracy": 0.8889, "percentile": percentile}}
@@ -330,10 +331,10 @@ def committed_battery() -> tuple[dict, dict]:
 
 
 def test_faithfulness_reading_names_where_metrics_disagree():
-    higher = registry.higher_is_better()
+    higher = measures.higher_is_better()
     document, summary = committed_battery()
     text = "\n\n".join(faithfulness_reading.faithfulness_reading(document, summary, higher))
-    for key, score in registry.SCORES.items():
+    for key, score in measures.SCORES.items():
         assert f"- **{score.label}** (`{key}`): " in text  # what each number measures
     assert "Attention's tau_loo is 0.9302 on run 1 and 0.0136 on run 2" in text
     assert "its hit@1 is 0.3444 and 1.0000: the two disagree" in text
@@ -393,7 +394,7 @@ def test_the_committed_report_reads_as_a_teacher_would_want():
     tables, and every paired amount shares its interval's sign."""
     markdown = (PROJECT_ROOT / "reports/report.md").read_text()
     headers = [line for line in markdown.splitlines() if line.startswith("|") and "---" not in line]
-    for key in registry.SCORES:
+    for key in measures.SCORES:
         assert not any(f" {key} " in f" {line} " for line in headers if "|" in line[1:]), key
     section = markdown.split("## Which explanation is faithful?")[1].split("\n## ")[0]
     # The old paragraph held 12 comparisons, each with two shares of seeds: 24 "%".

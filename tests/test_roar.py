@@ -1,5 +1,5 @@
-"""Remove and retrain (pipeline/field/roar.py): masks, removal, smoothing, the numbers,
-and the known answer, on inputs small enough to work out by hand."""
+"""Remove and retrain (pipeline/experiments/roar/retrain.py): masks, removal, smoothing, the
+numbers and the known answer, on inputs small enough to work out by hand."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ from pipeline.analysis.metrics import correct
 from pipeline.analysis.seed_study import train_seeds
 from pipeline.config import ConfigError, compose, validate
 from pipeline.data import generate, reading_columns, split_frame
-from pipeline.field import roar
+from pipeline.experiments.roar import retrain
+from pipeline.experiments.roar.section import section as roar_section
 from pipeline.models import frames, interface
 from pipeline.models.train import train
-from pipeline.reporting.roar import roar_section
 from tests.conftest import small_overrides
 
 
@@ -37,7 +37,7 @@ from tests.conftest import small_overrides
     ],
 )
 def test_the_removed_count_is_k_t_to_the_nearest_step(fraction, steps, count):
-    assert roar.removed_count(fraction, steps) == count
+    assert retrain.removed_count(fraction, steps) == count
 
 
 def test_the_top_mask_takes_the_highest_steps_and_a_tie_goes_to_the_earlier_one():
@@ -53,21 +53,25 @@ def test_the_top_mask_takes_the_highest_steps_and_a_tie_goes_to_the_earlier_one(
     two = [[0, 1, 1, 0], [1, 1, 0, 0], [1, 1, 0, 0]]
     three = [[1, 1, 1, 0], [1, 1, 0, 1], [1, 1, 1, 0]]
     for count, expected in ((1, one), (2, two), (3, three)):
-        assert roar.top_mask(scores, count).tolist() == [[bool(v) for v in r] for r in expected]
-    assert not roar.top_mask(scores, 0).any() and roar.top_mask(scores, 4).all()
+        assert retrain.top_mask(scores, count).tolist() == [[bool(v) for v in r] for r in expected]
+    assert not retrain.top_mask(scores, 0).any() and retrain.top_mask(scores, 4).all()
 
 
 def test_smoothing_is_a_moving_average_with_zeros_outside_the_sequence():
     scores = torch.tensor([[0.0, 3.0, 0.0, 0.0], [3.0, 0.0, 0.0, 6.0]], dtype=torch.float64)
     # step 0: (0 + 0 + 3) / 3; step 1: (0 + 3 + 0) / 3; step 2: (3 + 0 + 0) / 3; step 3: 0.
     expected = [[1.0, 1.0, 1.0, 0.0], [1.0, 1.0, 2.0, 2.0]]
-    torch.testing.assert_close(roar.smoothed(scores), torch.tensor(expected, dtype=torch.float64))
-    width5 = roar.smoothed(torch.tensor([[0.0, 0.0, 5.0, 0.0, 0.0]]), window=5)
+    torch.testing.assert_close(
+        retrain.smoothed(scores), torch.tensor(expected, dtype=torch.float64)
+    )
+    width5 = retrain.smoothed(torch.tensor([[0.0, 0.0, 5.0, 0.0, 0.0]]), window=5)
     torch.testing.assert_close(width5, torch.ones(1, 5))
     # A peak spread over its neighbours ties them, and the tie goes to the earlier step:
     # the smoothed ranking's top is no longer the peak.
     peaked = torch.tensor([[0.0, 0.0, 6.0, 0.0, 0.0]], dtype=torch.float64)
-    assert roar.top_mask(roar.smoothed(peaked), 1).tolist() == [[False, True, False, False, False]]
+    assert retrain.top_mask(retrain.smoothed(peaked), 1).tolist() == [
+        [False, True, False, False, False]
+    ]
 
 
 def test_removal_replaces_the_masked_readings_and_keeps_the_marker_and_the_label():
@@ -82,7 +86,7 @@ def test_removal_replaces_the_masked_readings_and_keeps_the_marker_and_the_label
         }
     )
     mask = torch.tensor([[False, True, False], [False, False, True]])
-    removed = roar.removed_frame(frame, mask, -0.25)
+    removed = retrain.removed_frame(frame, mask, -0.25)
     assert removed[reading_columns(3)].to_numpy().tolist() == [
         [0.0, -0.25, 0.2],
         [0.0, -0.5, -0.25],
@@ -90,13 +94,13 @@ def test_removal_replaces_the_masked_readings_and_keeps_the_marker_and_the_label
     assert removed["marked_step"].tolist() == [1, 2] and removed["label"].tolist() == [1, 1]
     assert frame["reading_1"].tolist() == [1.5, -0.5]  # the original is left as it was
     # The training split's mean reading: (0 + 1.5 + 0.2) / 3.
-    assert roar.uninformative_reading(frame, 3) == pytest.approx(1.7 / 3, abs=1e-15)
+    assert retrain.uninformative_reading(frame, 3) == pytest.approx(1.7 / 3, abs=1e-15)
 
 
 def test_marked_removed_needs_every_rationale_step_removed():
     rationale = torch.tensor([[False, True, True], [True, False, False]])
     mask = torch.tensor([[True, True, False], [True, False, False]])
-    assert roar.marked_removed(mask, rationale).tolist() == [False, True]
+    assert retrain.marked_removed(mask, rationale).tolist() == [False, True]
 
 
 def test_removing_the_marked_step_leaves_a_hand_set_model_at_chance(default_cfg):
@@ -108,8 +112,8 @@ def test_removing_the_marked_step_leaves_a_hand_set_model_at_chance(default_cfg)
     frame = generate(cfg.data)
     steps = cfg.data.steps
     inputs, _, marked = frames.features(frame, steps)
-    ranking = roar.reference_rankings(task_rationale("lesson", marked, steps), 0)
-    mask = roar.top_mask(ranking[roar.RATIONALE], roar.removed_count(0.1, steps))
+    ranking = retrain.reference_rankings(task_rationale("lesson", marked, steps), 0)
+    mask = retrain.top_mask(ranking[retrain.RATIONALE], retrain.removed_count(0.1, steps))
     assert mask.sum(-1).eq(1).all() and mask[torch.arange(len(marked)), marked].all()
     model = marker_reading(cfg.model, steps, cfg.data.threshold)
 
@@ -117,7 +121,7 @@ def test_removing_the_marked_step_leaves_a_hand_set_model_at_chance(default_cfg)
         x, labels, _ = frames.features(split_frame(sequences, "heldout"), steps)
         return float(correct(interface.forward(model, x)[0], labels).mean())
 
-    removed = roar.removed_frame(frame, mask, roar.uninformative_reading(frame, steps))
+    removed = retrain.removed_frame(frame, mask, retrain.uninformative_reading(frame, steps))
     assert accuracy(frame) == 1.0
     assert accuracy(removed) == pytest.approx(1 - 66 / 180, abs=1e-12)  # 0.6333: chance
 
@@ -128,8 +132,8 @@ def test_a_drop_s_interval_is_the_bootstrap_of_the_paired_difference():
     g = torch.Generator().manual_seed(0)
     base = (torch.rand(5, 7, generator=g) < 0.9).to(torch.float64)
     modified = (torch.rand(5, 7, generator=g) < 0.6).to(torch.float64)
-    bootstrap = roar.Bootstrap(5, 7, 200, 3)
-    got = roar.Retrained(base, bootstrap).minus(roar.Retrained(modified, bootstrap))
+    bootstrap = retrain.Bootstrap(5, 7, 200, 3)
+    got = retrain.Retrained(base, bootstrap).minus(retrain.Retrained(modified, bootstrap))
     plain = stats.multi_bootstrap_means(base - modified, bootstrap.runs, bootstrap.examples)
     low, high = stats.interval(plain)
     assert got["mean"] == pytest.approx(float((base - modified).mean()), abs=1e-15)
@@ -141,19 +145,19 @@ def test_leaks_and_the_at_chance_fraction_and_the_verdicts_by_hand():
         return {"marked_removed": removed, "above_chance": {"ci95_low": low}}
 
     cells = {"0.1": cell(0.5, 0.2), "0.3": cell(1.0, -0.01), "0.5": cell(1.0, 0.05)}
-    assert roar.at_chance_from(cells) == 0.3
-    assert roar.leaks(cells) == ["0.5"]  # every marked step gone, yet above chance
-    assert roar.at_chance_from({"0.1": cell(0.5, 0.2)}) is None
-    assert roar.verdict(0.01, 0.2) == "better"
-    assert roar.verdict(-0.2, -0.01) == "worse"
-    assert roar.verdict(-0.1, 0.1) == "no different"
+    assert retrain.at_chance_from(cells) == 0.3
+    assert retrain.leaks(cells) == ["0.5"]  # every marked step gone, yet above chance
+    assert retrain.at_chance_from({"0.1": cell(0.5, 0.2)}) is None
+    assert retrain.verdict(0.01, 0.2) == "better"
+    assert retrain.verdict(-0.2, -0.01) == "worse"
+    assert retrain.verdict(-0.1, 0.1) == "no different"
 
 
 def test_an_unknown_smoothed_explainer_is_one_line_naming_the_key(default_cfg):
     params = interface.init_params(1, [1], default_cfg.model, 12, torch.float64, "cpu")
     inputs = torch.zeros(2, 12, 2, dtype=torch.float64)
     with pytest.raises(ConfigError, match=r"roar\.smoothed=\['nope'\]: allowed: attention, loo"):
-        roar.model_rankings(params, inputs, ["nope"], 3, default_cfg.faithfulness)
+        retrain.model_rankings(params, inputs, ["nope"], 3, default_cfg.faithfulness)
 
 
 @pytest.mark.parametrize(
@@ -183,10 +187,10 @@ def test_the_whole_test_on_a_small_config():
     initial = interface.init_params(cfg.data.seed, cfg.train.seeds, cfg.model, 12, x.dtype, "cpu")
     trained, _ = train(initial, x, y, cfg.train.epochs, cfg.train.lr)
     lesson = frames.params_to_frame(trained, cfg.train.seeds, cfg.model, 12)
-    document = roar.run(cfg, frame, lesson)
+    document = retrain.run(cfg, frame, lesson)
 
-    assert set(document["rankings"]) == {"1", "2", roar.MODEL_FREE}
-    rationale = document["rankings"][roar.MODEL_FREE][roar.RATIONALE]
+    assert set(document["rankings"]) == {"1", "2", retrain.MODEL_FREE}
+    rationale = document["rankings"][retrain.MODEL_FREE][retrain.RATIONALE]
     assert rationale["0.1"]["marked_removed"] == 1.0
     assert document["removed_steps"] == {"0.1": 1, "0.5": 6}
     study = train_seeds(cfg, frame, [1, 2], heldout_only=True)
@@ -228,10 +232,10 @@ def hand_document() -> dict:
         "removed_steps": {"0.1": 1, "0.5": 6},
         "majority_share": 0.6,
         "unmodified": {"heldout_accuracy": {"mean": 0.9, "ci95_low": 0.85, "ci95_high": 0.95}},
-        "rankings": {"1": rows, roar.MODEL_FREE: free},
+        "rankings": {"1": rows, retrain.MODEL_FREE: free},
         "at_chance_from": {
             "1": {"attention": 0.1, "attention_smoothed": 0.5},
-            roar.MODEL_FREE: {"rationale": 0.1, "random": None},
+            retrain.MODEL_FREE: {"rationale": 0.1, "random": None},
         },
         "leaks": {"1": {"attention": ["0.5"], "attention_smoothed": []}},
         "smoothing": {
@@ -264,7 +268,7 @@ def test_the_report_section_reads_the_numbers_against_the_known_answer():
 
 def test_the_report_section_says_when_roar_misses_the_known_answer():
     document = hand_document()
-    document["rankings"][roar.MODEL_FREE]["rationale"]["0.1"]["above_chance"]["ci95_low"] = 0.1
+    document["rankings"][retrain.MODEL_FREE]["rationale"]["0.1"]["above_chance"]["ci95_low"] = 0.1
     document["leaks"] = {"1": {"attention": []}}
     text = roar_section(document)
     assert "does not reach chance: the known answer is that it should" in text
@@ -278,7 +282,7 @@ def test_fractions_that_remove_no_step_or_the_same_steps_are_refused_before_any_
     """Issue 60, case 4: 0.04 removes 0 of 12 steps (drops of 0 were published), and
     0.04166666 and 0.0416667 (or 0.1 and 0.12) remove as many steps: one output key."""
     from pipeline.config.load import composed_yaml
-    from pipeline.stages import roar as stage
+    from pipeline.experiments.roar import stage as stage
 
     (tmp_path / "params.yaml").write_text(composed_yaml([f"roar.fractions={fractions}"]))
     monkeypatch.chdir(tmp_path)
@@ -294,7 +298,7 @@ def test_fractions_are_checked_where_roar_runs_not_for_every_data_steps():
     (the lesson, `python -m pipeline.run`) is not refused for it."""
     cfg = validate(compose(["data.steps=2", "data.first_marked_step=1"]))
     with pytest.raises(ConfigError, match=r"roar\.fractions=.*\(k\*2 rounded: \[0, 1, 1, 1, 2\]\)"):
-        roar.check_roar_fractions(cfg)
+        retrain.check_fractions(cfg)
 
 
 def test_a_window_wider_than_the_sequence_is_refused_in_one_line():
@@ -305,5 +309,5 @@ def test_a_window_wider_than_the_sequence_is_refused_in_one_line():
     with pytest.raises(ConfigError, match=refusal):
         validate(compose(["roar.window=8589934591"]))
     assert validate(compose(["roar.window=23"])).roar.window == 23
-    smoothed = roar.smoothed(torch.arange(12.0, dtype=torch.float64)[None], 23)
+    smoothed = retrain.smoothed(torch.arange(12.0, dtype=torch.float64)[None], 23)
     assert torch.allclose(smoothed, torch.full((1, 12), 66.0 / 23, dtype=torch.float64))

@@ -10,8 +10,9 @@ import pytest
 import torch
 from heldout_lesson import heldout_lesson
 
-from pipeline.analysis import registry, robustness
+from pipeline.analysis import robustness
 from pipeline.config import FaithfulnessConfig
+from pipeline.core import measures
 from pipeline.reporting.faithfulness_section import robustness_table
 
 FEW = FaithfulnessConfig(ig_steps=8, robustness_samples=4)
@@ -23,7 +24,7 @@ def lesson(default_cfg):
 
 
 def test_captum_drives_three_of_the_battery_s_explainers():
-    assert set(robustness.ATTRIBUTIONS) <= set(registry.EXPLAINERS)
+    assert set(robustness.ATTRIBUTIONS) <= set(measures.EXPLAINERS)
     assert list(robustness.ATTRIBUTIONS) == ["gradient", "grad_x_input", "integrated_gradients"]
 
 

@@ -13,7 +13,7 @@ from scipy.stats import rankdata, spearmanr
 from pipeline.analysis import explainers, sanity
 from pipeline.config import compose, validate
 from pipeline.config.cells import cell_config
-from pipeline.kinds import VARIANTS
+from pipeline.core.kinds import VARIANTS
 from pipeline.models import interface
 from pipeline.reporting.faithfulness_section import sanity_table
 from pipeline.reporting.sanity_reading import sanity_reading
@@ -43,7 +43,7 @@ def test_spearman_matches_scipy_and_is_nan_on_a_constant_vector():
     assert float(sanity.spearman(scores, -scores)) == -1.0
     assert float(sanity.spearman(scores, 3 * scores + 1)) == 1.0  # ranks only
     assert math.isnan(float(sanity.spearman(scores, torch.ones(12, dtype=F64))))
-    # Float noise is a tie (pipeline/ties.py), so it never moves a rank.
+    # Float noise is a tie (pipeline/core/ties.py), so it never moves a rank.
     noisy = torch.tensor([1.0, 1.0 + 1e-15, 2.0], dtype=F64)
     assert sanity.average_ranks(noisy).tolist() == [1.5, 1.5, 3.0]
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 import reference_lesson as lesson
 
-from pipeline import files, precision
 from pipeline.config import PROJECT_ROOT
 from pipeline.config.load import composed_yaml
-from pipeline.errors import OrphanedError
+from pipeline.core import files, precision
+from pipeline.core.errors import OrphanedError
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import STAGE_OUTPUTS, run_stage, small_overrides
 
@@ -84,7 +84,8 @@ def test_a_config_too_large_for_memory_stops_every_computing_stage_before_work(w
     """The memory bound is the stages' own (pipeline/memory/, above the config and
     the models): each one that computes refuses the config before reading its
     inputs, and the generate stage, which needs no model, still runs."""
-    from pipeline.stages import faithfulness, grid, report, roar, study
+    from pipeline.experiments.roar import stage as roar
+    from pipeline.stages import faithfulness, grid, report, study
 
     run_all_stages()
     before = output_bytes(workdir)
@@ -327,11 +328,11 @@ def test_no_file_is_published_once_the_launcher_is_gone(tmp_path, monkeypatch):
 
 
 def test_a_stage_refuses_any_argument_in_one_line(tmp_path):
-    """Issue 60, case 13: `python -m pipeline.stages.roar roar.seeds=1` ignored its
+    """Issue 60, case 13: `python -m pipeline.experiments.roar.stage roar.seeds=1` ignored its
     argument (even an invalid one), ran on params.yaml's values and exited 0."""
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     result = subprocess.run(
-        [sys.executable, "-m", "pipeline.stages.roar", "roar.seeds=1"],
+        [sys.executable, "-m", "pipeline.experiments.roar.stage", "roar.seeds=1"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -339,8 +340,8 @@ def test_a_stage_refuses_any_argument_in_one_line(tmp_path):
     )
     assert result.returncode == 1
     assert result.stderr == (
-        "error: python -m pipeline.stages.roar takes no arguments (got 'roar.seeds=1'): a "
-        "stage reads params.yaml only; set the value in conf/ and run `python -m "
+        "error: python -m pipeline.experiments.roar.stage takes no arguments (got 'roar.seeds=1'): "
+        "a stage reads params.yaml only; set the value in conf/ and run `python -m "
         "pipeline.params`, or use `dvc exp run -S KEY=VALUE`\n"
     )
     assert list(tmp_path.iterdir()) == []

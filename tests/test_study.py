@@ -11,11 +11,12 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, precision
+from pipeline import data
 from pipeline import study as study_app
-from pipeline.analysis import registry, seed_study
+from pipeline.analysis import seed_study
 from pipeline.config import compose, validate
-from pipeline.errors import ConfigError, DivergenceError
+from pipeline.core import measures, precision
+from pipeline.core.errors import ConfigError, DivergenceError
 from pipeline.memory.device import training_piece
 from pipeline.stages import generate
 from tests.conftest import GOLDEN_RUNS, small_overrides
@@ -88,7 +89,7 @@ def test_chunk_size_changes_no_number(small_frame):
         )
     assert one_summary["pair_gap"] == four_summary["pair_gap"]
     assert one_summary["lesson_seeds"] == four_summary["lesson_seeds"]
-    for name in registry.means():
+    for name in measures.means():
         for key, value in one_summary[name].items():
             assert four_summary[name][key] == pytest.approx(value, rel=1e-12, abs=1e-14)
 
@@ -154,14 +155,14 @@ def test_summary_is_deterministic_and_follows_its_definitions(small_frame):
     for seed in ("1", "2"):
         mine = summary["lesson_seeds"][seed]["heldout_accuracy"]
         assert summary["lesson_seeds"][seed]["percentile"] == (accuracy < mine - 1e-9).mean()
-    for name in registry.means():
+    for name in measures.means():
         numbers = summary[name]
         assert numbers["min"] <= numbers["q05"] <= numbers["median"] <= numbers["q95"]
         assert numbers["ci95_low"] <= numbers["ci95_high"]
     # The bootstrap seed draws the resamples: it moves the intervals and nothing else.
     other = seed_study.run(study_cfg("study.bootstrap_seed=1"), small_frame)[1]
     interval = ("ci95_low", "ci95_high")
-    for name in registry.means():
+    for name in measures.means():
         assert {k: v for k, v in other[name].items() if k not in interval} == {
             k: v for k, v in summary[name].items() if k not in interval
         }

@@ -17,11 +17,12 @@ from unittest import mock
 
 import pytest
 
-from pipeline import data, precision, tracking
+from pipeline import data, tracking
 from pipeline.analysis import seed_study
 from pipeline.browse import history
 from pipeline.config import PROJECT_ROOT, ConfigError, compose, validate
-from pipeline.errors import PipelineError
+from pipeline.core import precision
+from pipeline.core.errors import PipelineError
 from pipeline.scaleout import merge_study
 from tests.conftest import assert_login_required, kill_group
 
@@ -418,7 +419,7 @@ def test_merge_into_an_existing_folder_is_one_line_naming_it(tmp_path, monkeypat
 def test_merge_study_replaces_neither_the_store_nor_the_params(name, tmp_path, monkeypatch):
     """Issue 49, item 4: `merge_study SWEEP --out mlflow.db` (or params.yaml) replaced
     the store (`file is not a database`) or the params, exit 0."""
-    from pipeline import files
+    from pipeline.core import files
 
     monkeypatch.setattr(files, "PROJECT_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
@@ -870,7 +871,7 @@ def test_a_job_folder_that_resolves_into_the_outputs_is_refused_before_hydra_mak
     Here in a project of its own: the resolved job folder of either app, either mode."""
     import importlib
 
-    from pipeline import files
+    from pipeline.core import files
 
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports/metrics.json").write_text('{"seed_gap": 0.5}\n')

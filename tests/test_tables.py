@@ -8,8 +8,8 @@ import re
 import pandas as pd
 
 from pipeline.config import PROJECT_ROOT
+from pipeline.experiments.erasure.section import disagreement_table, rationale_table
 from pipeline.reporting import tables
-from pipeline.reporting.erasure import disagreement_table, rationale_table
 from pipeline.reporting.html_report import html_report
 
 # A Markdown table's delimiter row: one per table.

@@ -6,11 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline import data, kinds, tasks
+from pipeline import data, tasks
 from pipeline.analysis import capacity
 from pipeline.config import DataConfig, ModelConfig
-from pipeline.errors import PipelineError
-from pipeline.kinds import VARIANTS
+from pipeline.core import kinds
+from pipeline.core.errors import PipelineError
+from pipeline.core.kinds import VARIANTS
 from pipeline.models import frames, interface
 
 CFG = DataConfig()
@@ -64,7 +65,7 @@ def test_rationales_name_the_deciding_steps():
 
 def test_an_unknown_task_is_refused_in_one_line():
     from pipeline.config import compose, validate
-    from pipeline.errors import ConfigError
+    from pipeline.core.errors import ConfigError
 
     with pytest.raises(
         ConfigError,

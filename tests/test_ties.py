@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from pipeline import ties
+from pipeline.core import ties
 
 F64 = torch.float64
 NOISE = 1e-16  # one rounding of a value of size one

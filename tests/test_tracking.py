@@ -13,8 +13,8 @@ import pytest
 from pipeline import tracking
 from pipeline.browse import history
 from pipeline.config import PROJECT_ROOT, TrackingConfig
+from pipeline.core.errors import TrackingError
 from pipeline.data import generate
-from pipeline.errors import TrackingError
 from pipeline.tracking import store as store_module
 from pipeline.tracking.client import complete
 from pipeline.tracking.store import artifact_location, store_error
@@ -704,8 +704,8 @@ def test_the_commands_output_options_write_only_their_own_files(tmp_path, monkey
     """Issue 34, case 7: `diff --out mlflow.db`, `compare --csv params.yaml` and
     `history --plot README.md` replaced the store, the params and the README, exit 0."""
     from pipeline.config import PROJECT_ROOT
-    from pipeline.errors import ConfigError
-    from pipeline.files import command_output
+    from pipeline.core.errors import ConfigError
+    from pipeline.core.files import command_output
 
     def own(head: bytes) -> bool:
         return head.startswith(b"mine")
@@ -833,25 +833,24 @@ def test_the_store_and_its_artifacts_are_the_owner_s_alone_whatever_the_umask(
         os.umask(umask)
 
 
-def test_the_digest_holds_every_field_document_as_the_track_stage_reads_them(default_cfg):
+def test_the_digest_holds_every_experiment_document_as_the_track_stage_reads_them(default_cfg):
     """The track stage's no-op check digests the documents it reads from disk
-    (provenance.field_documents); the logged state digests its own. Each field
+    (provenance.experiment_documents); the logged state digests its own. Each
     document must move the state's digest, the same way: a state whose digest left
     out abstraction and roar was never found by the check, so every `dvc repro` of the
     track stage imported mlflow (CI caught it)."""
-    from pipeline.provenance import FIELD_DOCUMENTS
+    from pipeline.core.kinds import EXPERIMENTS
 
     state = committed_state(default_cfg, "sqlite:///unused.db")
-    documents = {stage: {"stage": stage, "value": 1} for stage in FIELD_DOCUMENTS}
-    for stage, document in documents.items():
-        setattr(state, stage, document)
+    documents = {stage: {"stage": stage, "value": 1} for stage in EXPERIMENTS}
+    state.experiments = dict(documents)
     battery = tracking.battery_documents(state.faithfulness, state.study_faithfulness, documents)
     assert state.digest == tracking.state_digest(
         state.cfg, state.metrics, state.tags, state.study, battery
     )
     seen = {state.digest}
-    for stage in FIELD_DOCUMENTS:
-        setattr(state, stage, {"stage": stage, "value": 2})
+    for stage in EXPERIMENTS:
+        state.experiments[stage] = {"stage": stage, "value": 2}
         assert state.digest not in seen, stage
         seen.add(state.digest)
 

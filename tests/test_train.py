@@ -8,9 +8,10 @@ import pytest
 import reference_lesson as lesson
 import torch
 
-from pipeline import data, precision
+from pipeline import data
 from pipeline.config import DataConfig, ModelConfig
-from pipeline.errors import ConfigError
+from pipeline.core import precision
+from pipeline.core.errors import ConfigError
 from pipeline.models import frames, interface, train
 from pipeline.models import lesson as lesson_model
 from pipeline.models.lesson import TrainingSet, logits_and_gradients

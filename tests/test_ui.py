@@ -254,7 +254,7 @@ def test_a_killed_pipeline_ui_leaves_no_mlflow_ui_serving(tmp_path, store):
 
     from mlflow.tracking import MlflowClient
 
-    from pipeline.processes import descendants, process_start
+    from pipeline.core.processes import descendants, process_start
 
     MlflowClient(tracking_uri=store).create_experiment("test")
     ui = subprocess.Popen(

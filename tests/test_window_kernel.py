@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from pipeline.config import ModelConfig
-from pipeline.errors import DivergenceError
+from pipeline.core.errors import DivergenceError
 from pipeline.models import interface, train, window, window_kernel
 from pipeline.models.parameters import to_flat
 from tests.test_models import F64, STEPS, random_inputs, random_params, small_set

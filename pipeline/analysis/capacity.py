@@ -19,10 +19,10 @@ from collections.abc import Callable
 
 import torch
 
-from pipeline import ties
 from pipeline.config import ModelConfig
 from pipeline.config.cells import variant_config
-from pipeline.errors import PipelineError
+from pipeline.core import ties
+from pipeline.core.errors import PipelineError
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.tasks import task_module

@@ -56,9 +56,9 @@ from collections.abc import Callable
 
 import torch
 
-from pipeline.analysis import registry
 from pipeline.analysis.metrics import ablation_effects
 from pipeline.config import FaithfulnessConfig, ModelConfig
+from pipeline.core import measures
 from pipeline.models import interface
 from pipeline.models.interface import forward
 from pipeline.models.parameters import Params
@@ -208,7 +208,7 @@ def attention_head(params: Params, inputs: torch.Tensor) -> torch.Tensor:
     return interface.head_weights(params, inputs).movedim(-2, 0)
 
 
-# Each function under its declaration's key (pipeline/analysis/registry.py).
+# Each function under its declaration's key (pipeline/core/measures.py).
 EXPLAINERS: dict[str, Explainer] = {
     "attention": attention,
     "loo": loo,
@@ -231,7 +231,7 @@ APPLIES: dict[str, Callable[[ModelConfig], bool]] = {
 
 def applicable(model: ModelConfig) -> list[str]:
     """The explainers that apply to `model`, in the registry's order."""
-    return [key for key, e in registry.EXPLAINERS.items() if APPLIES[e.applies](model)]
+    return [key for key, e in measures.EXPLAINERS.items() if APPLIES[e.applies](model)]
 
 
 def rows(model: ModelConfig, names: list[str] | None = None) -> list[str]:
@@ -243,7 +243,7 @@ def rows(model: ModelConfig, names: list[str] | None = None) -> list[str]:
         for name in chosen
         for row in (
             [f"{name}{h + 1}" for h in range(interface.pooling_heads(model))]
-            if registry.EXPLAINERS[name].per_head
+            if measures.EXPLAINERS[name].per_head
             else [name]
         )
     ]
@@ -256,7 +256,7 @@ def explain(
     settings: FaithfulnessConfig = DEFAULTS,
 ) -> dict[str, torch.Tensor]:
     """Scores (S, N, T) of every named explainer (those that apply to the model by
-    default), each given the settings its declaration names (registry.EXPLAINERS);
+    default), each given the settings its declaration names (measures.EXPLAINERS);
     a per-head explainer's under one row per head (`rows`)."""
     model = params.cfg
     chosen = applicable(model) if names is None else names
@@ -264,14 +264,14 @@ def explain(
     if unknown:
         raise ValueError(f"unknown explainers {unknown}; allowed: {', '.join(EXPLAINERS)}")
     for name in chosen:
-        if not APPLIES[registry.EXPLAINERS[name].applies](model):
+        if not APPLIES[measures.EXPLAINERS[name].applies](model):
             raise ValueError(
                 f"explainer {name} does not apply to model kind {model.kind}; it applies to "
                 f"{', '.join(applicable(model))}"
             )
     scores = {}
     for name in chosen:
-        declared = registry.EXPLAINERS[name]
+        declared = measures.EXPLAINERS[name]
         options = {argument: getattr(settings, key) for argument, key in declared.settings.items()}
         values = EXPLAINERS[name](params, inputs, **options)
         named = rows(model, [name])

@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pipeline import data, tasks, ties
+from pipeline import data, tasks
 from pipeline.analysis import (
     capacity,
     faithfulness,
@@ -41,14 +41,15 @@ from pipeline.analysis import (
     stats,
     suppressors,
 )
-from pipeline.analysis.registry import ATTENTION
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
-from pipeline.kinds import VARIANTS
+from pipeline.core import ties
+from pipeline.core.kinds import VARIANTS
+from pipeline.core.measures import ATTENTION
+from pipeline.core.processes import map_large_blocks, release_freed_memory
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.train import device_and_dtype
-from pipeline.processes import map_large_blocks, release_freed_memory
 
 FOCUSED = 0.5  # a head's mean weight on the marked step
 SPREAD = 0.75  # a head's mean weight entropy over log T

@@ -1,7 +1,7 @@
 """What the lesson measures: accuracy, where the weights fall, and step ablation.
 
 Every function takes all runs at once: weights (S, N, T), effects (S, N, T),
-logits (S, N). Every argmax and threshold follows pipeline/ties.py: first max wins,
+logits (S, N). Every argmax and threshold follows pipeline/core/ties.py: first max wins,
 as in the lesson, and values within float noise tie.
 
 Every model kind (pipeline/models/) gets every number: the weights are its
@@ -19,10 +19,9 @@ from dataclasses import dataclass
 
 import torch
 
-from pipeline import ties
-from pipeline.analysis import registry
 from pipeline.config import EvalConfig
-from pipeline.errors import PipelineError
+from pipeline.core import measures, ties
+from pipeline.core.errors import PipelineError
 from pipeline.models import interface
 from pipeline.models.interface import forward
 from pipeline.models.parameters import Params
@@ -101,7 +100,7 @@ class Outputs:
     cfg: EvalConfig
 
 
-# Per-example values by metric key (pipeline/analysis/registry.py declares each one):
+# Per-example values by metric key (pipeline/core/measures.py declares each one):
 # (S, N) over the metric's split, 0/1 indicators where it counts examples.
 PER_EXAMPLE: dict[str, Callable[[Outputs], torch.Tensor]] = {}
 
@@ -164,7 +163,7 @@ def example_values(
 ) -> tuple[dict[str, torch.Tensor], torch.Tensor, torch.Tensor]:
     """Every per-run number before it is averaged or counted over examples.
 
-    Returns one (S, N) tensor per declared metric (registry.METRICS, in metrics.json's
+    Returns one (S, N) tensor per declared metric (measures.METRICS, in metrics.json's
     order; N is the metric's split), then the kind's own (`interface.extra_values`,
     held-out), and the held-out weights and effects (S, N, T). The seed study
     resamples these per-example values in its bootstrap.
@@ -175,10 +174,10 @@ def example_values(
     logits, weights = forward(params, inputs)
     effects = ablation_effects(params, inputs)
     out = Outputs(train_logits, train_labels, logits, labels, marked, weights, effects, cfg)
-    missing = [key for key in registry.run_order() if key not in PER_EXAMPLE]
+    missing = [key for key in measures.run_order() if key not in PER_EXAMPLE]
     if missing:
         raise PipelineError(f"metrics {missing} are declared but have no @per_example values")
-    values = {key: PER_EXAMPLE[key](out) for key in registry.run_order()}
+    values = {key: PER_EXAMPLE[key](out) for key in measures.run_order()}
     values.update(interface.extra_values(params, inputs, marked))
     return values, weights, effects
 
@@ -187,8 +186,8 @@ def per_run(values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """(S,) numbers from `example_values`: each declared metric reduced over its
     examples (means, integer counts), then the variant's own numbers (means)."""
     numbers = {
-        key: values[key].mean(-1) if registry.METRICS[key].reduce == "mean" else values[key].sum(-1)
-        for key in registry.run_order()
+        key: values[key].mean(-1) if measures.METRICS[key].reduce == "mean" else values[key].sum(-1)
+        for key in measures.run_order()
         if key in values  # a held-out-only pass (the study's outside seeds) has one
     }
     numbers.update({name: values[name].mean(-1) for name in variant_names(values)})
@@ -197,7 +196,7 @@ def per_run(values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 def variant_names(values: dict) -> list[str]:
     """The keys of a variant's own numbers, in their order (none for the lesson)."""
-    return [name for name in values if name not in registry.METRICS]
+    return [name for name in values if name not in measures.METRICS]
 
 
 def run_metrics(

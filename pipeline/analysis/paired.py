@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import torch
 
-from pipeline import ties
 from pipeline.analysis import stats
+from pipeline.core import ties
 
 
 def seed_means(values: torch.Tensor, example_counts: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,7 @@ study run's.
 Similarity per held-out example is the Spearman rank correlation of the trained
 model's step scores with the randomised model's, of the scores and of their
 absolute values, the paper's two rank correlations (its SSIM and HOG are for
-images). Ranks are tie-aware by pipeline/ties.py's rule, tied steps sharing their
+images). Ranks are tie-aware by pipeline/core/ties.py's rule, tied steps sharing their
 average rank; an example where either score vector is constant has no correlation
 (nan) and is left out of its run's mean, as tau_b's are. The random baseline's
 explanation of a randomised model is fresh noise, so its similarity is chance,
@@ -32,14 +32,14 @@ import numpy as np
 import pandas as pd
 import torch
 
-from pipeline import ties
 from pipeline.analysis import paired, seed_study, stats
 from pipeline.analysis.explainers import applicable, explain
 from pipeline.analysis.explainers import rows as explainer_rows
 from pipeline.analysis.faithfulness import random_scores
-from pipeline.analysis.registry import RANDOM
 from pipeline.config import Config, ModelConfig
 from pipeline.config.schema import MAX_SEED
+from pipeline.core import ties
+from pipeline.core.measures import RANDOM
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.models.threads import run_jobs, workers

@@ -22,8 +22,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from pipeline import ties
-from pipeline.analysis import metrics, registry, stats
+from pipeline.analysis import metrics, stats
 from pipeline.config import (
     NUMBER_GROUPS,
     Config,
@@ -33,7 +32,8 @@ from pipeline.config import (
     to_container,
     validate,
 )
-from pipeline.errors import ConfigError, DivergenceError, PipelineError
+from pipeline.core import measures, ties
+from pipeline.core.errors import ConfigError, DivergenceError, PipelineError
 from pipeline.memory.device import pieces, training_piece
 from pipeline.memory.study import chunk_runs
 from pipeline.models import frames, interface
@@ -222,9 +222,9 @@ def study_seeds(study: StudyConfig) -> list[int]:
 
 
 def summarized(runs: SeedRuns) -> list[str]:
-    """The declared means (registry.means), then the variant's own numbers (sink mass,
+    """The declared means (measures.means), then the variant's own numbers (sink mass,
     per-head marker mass and argmax hit), all held-out means."""
-    return [*registry.means(), *metrics.variant_names(runs.values)]
+    return [*measures.means(), *metrics.variant_names(runs.values)]
 
 
 def bootstrap_intervals(
@@ -242,7 +242,7 @@ def bootstrap_intervals(
     seed_counts = stats.resample_counts(len(runs.seeds), resamples, generator)
     heldout_counts = stats.resample_counts(heldout_size, resamples, generator)
     train_counts = None  # drawn last: without training values, the others stay the same
-    on_train = [key for key in registry.means() if registry.METRICS[key].split == "train"]
+    on_train = [key for key in measures.means() if measures.METRICS[key].split == "train"]
     if on_train and on_train[0] in runs.values:
         train_size = runs.values[on_train[0]].shape[1]
         train_counts = stats.resample_counts(train_size, resamples, generator)

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import torch
 
-from pipeline import ties
+from pipeline.core import ties
 
 QUANTILES = {"median": 0.5, "q05": 0.05, "q95": 0.95}
-# Accuracies are multiples of 1/N: equal gaps may differ by rounding (pipeline/ties.py).
+# Accuracies are multiples of 1/N: equal gaps may differ by rounding (pipeline/core/ties.py).
 GAP_TOLERANCE = ties.tolerance(1.0)
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import torch
 
-from pipeline import ties
 from pipeline.analysis import explainers, stats
 from pipeline.config import Config
+from pipeline.core import ties
 from pipeline.models.parameters import Params
 
 PARTS = ("suppressor", "rationale", "other")

@@ -15,19 +15,19 @@ import sys
 
 import pandas as pd
 
-from pipeline.analysis import registry
 from pipeline.browse.history import metric, read_store, store_parser, text_table
-from pipeline.errors import PipelineError
-from pipeline.files import Writes, write_csv
+from pipeline.core import measures
+from pipeline.core.errors import PipelineError
+from pipeline.core.files import Writes, write_csv
 
 
 def parent_columns() -> dict[str, str]:
     """Parent metric -> column: the model, the gap, the study's mean of each headline
     held-out metric. The gap's name before the namespaces is the fallback."""
     study = {
-        f"study/{key}/mean": f"study_{registry.METRICS[key].column}"
-        for key in registry.heldout_means()
-        if registry.METRICS[key].headline
+        f"study/{key}/mean": f"study_{measures.METRICS[key].column}"
+        for key in measures.heldout_means()
+        if measures.METRICS[key].headline
     }
     return {
         "model/parameters": "params",
@@ -42,7 +42,7 @@ def parent_columns() -> dict[str, str]:
 def seed_columns() -> dict[str, str]:
     """Per-seed metric (under lesson/) -> column of its mean over the version's seeds:
     every held-out mean."""
-    return {key: registry.METRICS[key].column for key in registry.heldout_means()}
+    return {key: measures.METRICS[key].column for key in measures.heldout_means()}
 
 
 VARIANT_PARAMS = ("model.kind", "model.heads", "model.positional", "model.window")

@@ -14,7 +14,7 @@ import json
 import subprocess
 import sys
 
-from pipeline.files import Writes, write_text
+from pipeline.core.files import Writes, write_text
 
 # Every numbers file: reports/headline.json is the only one dvc.yaml declares as
 # metrics (so that `dvc metrics show` stays readable); the rest are compared as

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.analysis import registry
 from pipeline.config import NUMBER_GROUPS, PARAMS_FILE, PROJECT_ROOT, load_params
-from pipeline.errors import PipelineError, TrackingError
-from pipeline.files import Writes, read_json, write_bytes
+from pipeline.core import measures
+from pipeline.core.errors import PipelineError, TrackingError
+from pipeline.core.files import Writes, read_json, write_bytes
 from pipeline.scaleout import sweep as sweep_module
 from pipeline.tracking.search import search_parent_runs
 from pipeline.tracking.store import store_uri
@@ -25,8 +25,8 @@ from pipeline.tracking.store import store_uri
 
 def seed_metrics() -> dict[str, str]:
     """The headline metrics that are held-out means: metric key -> column."""
-    shown = [key for key in registry.headline() if key in registry.heldout_means()]
-    return {key: registry.METRICS[key].column for key in shown}
+    shown = [key for key in measures.headline() if key in measures.heldout_means()]
+    return {key: measures.METRICS[key].column for key in shown}
 
 
 def metric(runs: pd.DataFrame, name: str, before: str) -> pd.Series:

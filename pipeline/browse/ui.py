@@ -25,8 +25,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.errors import PipelineError
-from pipeline.processes import start_server_child
+from pipeline.core.errors import PipelineError
+from pipeline.core.processes import start_server_child
 from pipeline.tracking.auth import APP_NAME, Login
 from pipeline.tracking.loopback import check_port_free, free_port, stop_on_signals, wait_serving
 

@@ -25,7 +25,6 @@ from pipeline.config.schema import (
     PROJECT_ROOT,
     Config,
     DataConfig,
-    ErasureConfig,
     EvalConfig,
     FaithfulnessConfig,
     GridCell,
@@ -37,7 +36,7 @@ from pipeline.config.schema import (
     TrackingConfig,
     TrainConfig,
 )
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 __all__ = [
     "ConfigError",
@@ -52,7 +51,6 @@ __all__ = [
     "PROJECT_ROOT",
     "Config",
     "DataConfig",
-    "ErasureConfig",
     "EvalConfig",
     "FaithfulnessConfig",
     "GridCell",

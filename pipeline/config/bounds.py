@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, fields, is_dataclass
-from functools import reduce
 from typing import Any, get_origin, get_type_hints
 
+from pipeline.config.intervals import check, value_at
 from pipeline.config.schema import MAX_BYTES, MAX_SEED, Config
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 # Any size or count above this cannot fit the memory bound: each unit takes at least a
 # byte of the stage that holds it (pipeline/memory/ sizes the stages exactly).
@@ -44,18 +44,6 @@ def seed_keys(node: type = Config, prefix: str = "") -> tuple[str, ...]:
 
 SEED_KEYS = seed_keys()
 SEED_RANGE = f"must be an integer in 0..{MAX_SEED} (2**32-1)"
-
-
-def value_at(cfg: Any, key: str) -> Any:
-    """`cfg`'s value of a dotted key (`debate.permutation_seed`)."""
-    return reduce(getattr, key.split("."), cfg)
-
-
-def check(ok: bool, key: str, allowed: str, value: Any) -> None:
-    """Refuse `key`'s `value` unless `ok`, in one line: the key, the value, what is
-    allowed (every config check's form)."""
-    if not ok:
-        raise ConfigError(f"invalid config value {key}={value!r}: {allowed}")
 
 
 def check_seeds(cfg: Config) -> None:
@@ -164,7 +152,7 @@ def sequences_term(cfg: Config) -> MemoryTerm:
 
 def memory_refusal(cfg: Config, stage: str, estimate: int, largest: MemoryTerm, key: str) -> str:
     """The line that refuses a stage over MAX_BYTES, naming the key to make smaller."""
-    from pipeline.files import byte_size  # pipeline.files imports the schema
+    from pipeline.core.files import byte_size  # pipeline.core.files imports the schema
 
     return (
         f"invalid config value {key}={value_at(cfg, key)!r}: stage {stage} needs about "

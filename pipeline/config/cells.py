@@ -1,5 +1,5 @@
 """The cells of the next lesson's grid and of the attention debate: a task and a named
-model variant (pipeline/kinds.py) on the lesson's settings, trained as grid.epochs and
+model variant (pipeline/core/kinds.py) on the lesson's settings, trained as grid.epochs and
 grid.lr say; their configs, and the checks of the cells conf/ lists."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from pipeline.config.bounds import check
 from pipeline.config.schema import Config, GridCell, ModelConfig, TaskConfig
-from pipeline.errors import ConfigError
-from pipeline.kinds import DEBATE_MAX_HEADS, POOLING_KINDS, TASKS, VARIANTS
+from pipeline.core.errors import ConfigError
+from pipeline.core.kinds import DEBATE_MAX_HEADS, POOLING_KINDS, TASKS, VARIANTS
 
 PROBE_STEPS = 16  # sequence lengths on which a task's rationale is probed
 

@@ -11,7 +11,6 @@ the checks across keys, the MLflow settings, and their order.
 from __future__ import annotations
 
 import functools
-import math
 import re
 from dataclasses import fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
@@ -33,8 +32,8 @@ from pipeline.config.schema import (
     Config,
     StudyConfig,
 )
-from pipeline.errors import ConfigError
-from pipeline.kinds import MODEL_KINDS, TASKS, VARIANTS
+from pipeline.core.errors import ConfigError
+from pipeline.core.kinds import EXPERIMENTS, MODEL_KINDS, TASKS, VARIANTS, experiment_part
 
 
 @functools.cache
@@ -77,12 +76,8 @@ def _check_values(cfg: Config) -> None:
     check(debate.epsilons != [], "debate.epsilons", "must list at least one eps", [])
     for key in ("penalties", "consistent_penalties"):
         check(getattr(debate, key) != [], f"debate.{key}", "must list at least one lam", [])
-    # the erasure stage's k of agreement at top-k: one above data.steps counts every step
-    check(cfg.erasure.top_k != [], "erasure.top_k", "must list at least one k", [])
-    # the aligned subspace of the context vector: at least one axis, not all of them
-    dims, d_v = cfg.abstraction.dims, cfg.model.d_v
-    check(1 <= dims < d_v, "abstraction.dims", f"must be in 1..{d_v - 1} (model.d_v - 1)", dims)
-    _check_roar(cfg)
+    for name in EXPERIMENTS:  # each experiment's own checks (its config module)
+        experiment_part(name, "config").check_settings(cfg)
     check_seeds(cfg)
     check_integers(cfg)  # after the keys' own bounds, which say more
     _check_tracking(cfg)
@@ -148,50 +143,6 @@ def _check_training(cfg: Config) -> None:
         f"epochs x seeds = {rows} curve rows, at most {MAX_CURVE_ROWS}: every epoch of "
         "every seed is kept (training.csv, MLflow)",
         train.epochs,
-    )
-
-
-def removed_count(fraction: float, steps: int) -> int:
-    """The steps a fraction k of `steps` removes: k T to the nearest whole step, halves
-    up (rounded to 9 decimals first, so 0.3 * 10 is 3, not 3.0000000000000004)."""
-    return math.floor(round(fraction * steps, 9) + 0.5)
-
-
-def _check_roar(cfg: Config) -> None:
-    """Remove and retrain's lists and window (each fraction's range: ranges.py); the
-    fractions' step counts where the roar stage runs (`check_roar_fractions`), the
-    smoothed explainers' names where the battery's rows are known
-    (pipeline/field/roar.py). A window of 2 T - 1 already averages the whole sequence
-    at every step; a wider one only overflowed torch's pooling (a traceback)."""
-    fractions, window, steps = list(cfg.roar.fractions), cfg.roar.window, cfg.data.steps
-    check(fractions != [], "roar.fractions", "must list at least one fraction", [])
-    increasing = fractions == sorted(set(fractions))
-    check(increasing, "roar.fractions", "must be increasing, without repeats", fractions)
-    check(
-        3 <= window <= 2 * steps - 1 and window % 2 == 1,
-        "roar.window",
-        f"must be an odd integer in 3..{2 * steps - 1} (2 data.steps - 1: a window that "
-        "wide averages the whole sequence at every step)",
-        window,
-    )
-
-
-def check_roar_fractions(cfg: Config) -> None:
-    """Each of roar.fractions removes its own number of steps (`removed_count`), at least
-    one: a fraction is a number of steps and a key of metrics.json (`{k:g}`), so one
-    that removed no step published drops of 0, and two that removed the same steps,
-    or printed alike, became one key. Checked by the roar stage, the one that reads
-    them: another `data.steps` (2, say) is no reason to refuse a run that never removes."""
-    fractions, steps = list(cfg.roar.fractions), cfg.data.steps
-    counts = [removed_count(k, steps) for k in fractions]
-    distinct = 0 not in counts and len(set(counts)) == len(counts)
-    check(
-        distinct and len({f"{k:g}" for k in fractions}) == len(fractions),
-        "roar.fractions",
-        f"each fraction k must remove at least one of the data.steps={steps} steps and "
-        f"a different number from the others (k*{steps} rounded: {counts}); allowed: "
-        f"fractions n/{steps} for distinct n in 1..{steps - 1} ({1 / steps:.4g} removes 1)",
-        fractions,
     )
 
 

@@ -17,7 +17,7 @@ from pipeline.config.checks import validate
 from pipeline.config.readings import check_one_reading, yaml_1_1
 from pipeline.config.schema import CONF_DIR, PARAMS_FILE, PROJECT_ROOT, Config
 from pipeline.config.store_choice import check_store_choice, project_roots
-from pipeline.errors import ConfigError, PipelineError
+from pipeline.core.errors import ConfigError, PipelineError
 
 
 def compose(overrides: list[str] | None = None) -> DictConfig:
@@ -85,7 +85,7 @@ def check_job_folder(folder: Path, setting: str) -> None:
     """Refuse a Hydra job folder (`setting` names what made it) that is the project root
     or inside its outputs, sources or store; outside the project it is the caller's
     choice (docs/reliability.md, the third battery's case 12)."""
-    from pipeline.files import PROTECTED_DIRS, protected
+    from pipeline.core.files import PROTECTED_DIRS, protected
 
     if protected(folder):
         raise ConfigError(
@@ -242,7 +242,7 @@ def _rejected_value_hint(path: Path) -> str:
     baseline = os.environ.get("DVC_EXP_BASELINE_REV", "")
     before = _committed_params(baseline) if baseline else None
     if before is not None and path.read_text() != before:
-        from pipeline.files import write_text  # pipeline.files reads the config
+        from pipeline.core.files import write_text  # pipeline.core.files reads the config
 
         write_text(path, before)
         return f" (params.yaml put back as it was, commit {baseline[:7]}'s)"

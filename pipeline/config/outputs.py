@@ -85,7 +85,7 @@ def _check_path(key: str, value: str) -> None:
 def _check_no_link(key: str, value: str) -> None:
     """A link anywhere on an output's path would let a write land outside the project or
     on a source (`ln -s .. reports/up`; git commits links, so a clone can carry one)."""
-    from pipeline.files import first_link
+    from pipeline.core.files import first_link
 
     link = first_link(value)
     check(

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from pipeline.config.load import PARAMS_FILE, load_params
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 MAX_BYTES = 1 << 20  # params.yaml is ~6 kB; a larger one is refused unread
 

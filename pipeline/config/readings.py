@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 
 def yaml_1_2(text: str) -> Any:

@@ -1,25 +1,25 @@
 """The schema of conf/ and params.yaml: one dataclass per config group, and the
-constants that bound their values. Every default is declared here once;
-tests/test_config.py checks that conf/ composes to exactly these values and that
-params.yaml is what `python -m pipeline.params` writes from conf/.
+constants that bound their values. Every default is declared once: here, or for an
+experiment's group in its own config module (pipeline/experiments/<name>/config.py,
+found through pipeline/core/kinds.py's EXPERIMENTS). tests/test_config.py checks that
+conf/ composes to exactly these values and that params.yaml is what
+`python -m pipeline.params` writes from conf/.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, make_dataclass
+from typing import Any
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+from pipeline.core.kinds import EXPERIMENTS, experiment_part
+from pipeline.core.paths import PROJECT_ROOT
+
 CONF_DIR = PROJECT_ROOT / "conf"
 PARAMS_FILE = "params.yaml"  # in the project root, where DVC runs every stage
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float64", "float32")
 POSITIONAL = ("learned", "sinusoidal")
-# Training keeps every epoch of every seed: a row of reports/training.csv and
-# two MLflow metric points each, all held in memory first. Past these, the
-# curves outgrow what the report, the plots and the store are for.
-MAX_EPOCHS = 100_000
 MAX_CURVE_ROWS = 1_000_000  # train.epochs x len(train.seeds)
 # One range for every seed, which each of its readers accepts: torch.tensor(seeds) and
 # the tables (int64), torch.Generator.manual_seed (study.bootstrap_seed, < 2**64),
@@ -44,12 +44,8 @@ TRACKED_STATE = re.compile(r"\.mlflow-state[A-Za-z0-9._-]*\.json")
 MAX_BYTES = 8 * 2**30
 
 
-# The config groups that shape a number; paths and tracking settings do not.
-NUMBER_GROUPS = (
+BASE_NUMBER_GROUPS = (
     "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate",
-    "erasure",
-    "abstraction",
-    "roar",
 )  # fmt: skip
 
 
@@ -128,25 +124,15 @@ class FaithfulnessConfig:
 
 
 @dataclass
-class ErasureConfig:
-    """The field's erasure and disagreement tests (pipeline/field/, docs/field.md) on
-    the lesson's runs and the study's first `seeds` runs (every run of a smaller study)."""
-
-    seeds: int = 32  # the study's first runs through both tests (1000: docs/field.md)
-    order_seed: int = 0  # the random ranking: default_rng([order_seed, run seed])
-    top_k: list[int] = field(default_factory=lambda: [1, 3])  # the agreement metrics' k
-
-
-@dataclass
 class GridCell:
     task: str
-    variant: str  # a name of pipeline/kinds.py
+    variant: str  # a name of pipeline/core/kinds.py
 
 
 def grid_cells() -> dict[str, GridCell]:
     """The grid's default cells: each task module's GRID_VARIANTS (pipeline/tasks/),
     which conf/grid/lesson.yaml lists as well (DVC composes conf/ alone)."""
-    from pipeline.kinds import TASKS
+    from pipeline.core.kinds import TASKS
     from pipeline.tasks import task_module
 
     return {
@@ -176,7 +162,7 @@ class GridConfig:
 def debate_cells() -> dict[str, GridCell]:
     """The debate's default cells: each task module's DEBATE_VARIANTS (pipeline/tasks/),
     which conf/debate/lesson.yaml lists as well."""
-    from pipeline.kinds import TASKS
+    from pipeline.core.kinds import TASKS
     from pipeline.tasks import task_module
 
     return {
@@ -207,37 +193,6 @@ class DebateConfig:
 
 
 @dataclass
-class AbstractionConfig:
-    """Causal abstraction (pipeline/field/abstraction.py, docs/field.md): interchange
-    interventions on the context vector of the study's first runs, trained and at init."""
-
-    seeds: int = 20  # the study's first runs (at most study.seeds); 1000 for the docs'
-    dims: int = 1  # aligned coordinates of the context vector (d_v = 3)
-    hidden: int = 8  # the non-linear map's coupling MLPs' width
-    blocks: int = 2  # its additive coupling blocks
-    pairs: int = 256  # (base, source) training pairs, drawn from the training split
-    pair_seed: int = 0
-    map_seed: int = 0  # each run's map init draws from default_rng([map_seed, run seed])
-    epochs: int = 200  # full-batch Adam steps on the pairs
-    lr: float = 0.05
-    implements: float = 0.9  # an IIA this high counts as "implements the algorithm"
-
-
-@dataclass
-class RoarConfig:
-    """Remove and retrain (Hooker et al. 2019; pipeline/field/roar.py, docs/field.md):
-    each ranking removes its top `fractions` of every sequence's steps, and runs
-    1..seeds, each from stream(data.seed + k) as the study's, retrain on what is left."""
-
-    seeds: int = 50  # retrained runs per ranking and fraction; 1000 for the docs' numbers
-    fractions: list[float] = field(default_factory=lambda: [0.1, 0.3, 0.5, 0.7, 0.9])
-    random_seed: int = 0  # the random ranking: numpy.random.default_rng(random_seed)
-    # Song et al. (2023)'s check: these explainers again, each smoothed over `window` steps.
-    smoothed: list[str] = field(default_factory=lambda: ["attention", "integrated_gradients"])
-    window: int = 3  # the moving average's width (odd: centred on the step)
-
-
-@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -245,7 +200,7 @@ class TrackingConfig:
 
 
 @dataclass
-class PathsConfig:
+class BasePaths:
     sequences: str = "data/sequences.parquet"
     data_summary: str = "data/summary.json"
     parameters: str = "models/parameters.parquet"
@@ -269,24 +224,40 @@ class PathsConfig:
     next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
     debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
     debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
-    erasure: str = "reports/erasure"  # the erasure stage: metrics.json and seeds.csv
-    abstraction: str = "reports/abstraction"  # interchange interventions: abstraction.json
-    roar: str = "reports/roar"  # remove and retrain: metrics.json (docs/field.md)
 
 
-@dataclass
-class Config:
-    data: DataConfig = field(default_factory=DataConfig)
-    task: TaskConfig = field(default_factory=TaskConfig)
-    model: ModelConfig = field(default_factory=ModelConfig)
-    train: TrainConfig = field(default_factory=TrainConfig)
-    eval: EvalConfig = field(default_factory=EvalConfig)
-    study: StudyConfig = field(default_factory=StudyConfig)
-    faithfulness: FaithfulnessConfig = field(default_factory=FaithfulnessConfig)
-    grid: GridConfig = field(default_factory=GridConfig)
-    debate: DebateConfig = field(default_factory=DebateConfig)
-    erasure: ErasureConfig = field(default_factory=ErasureConfig)
-    abstraction: AbstractionConfig = field(default_factory=AbstractionConfig)
-    roar: RoarConfig = field(default_factory=RoarConfig)
-    tracking: TrackingConfig = field(default_factory=TrackingConfig)
-    paths: PathsConfig = field(default_factory=PathsConfig)
+def _experiment_settings() -> dict[str, Any]:
+    """Each experiment's config module, by its group's name (pipeline/core/kinds.py)."""
+    return {name: experiment_part(name, "config") for name in EXPERIMENTS}
+
+
+# An experiment's settings are its own group; its output folder is paths.<name>.
+_EXPERIMENTS = _experiment_settings()
+PathsConfig = make_dataclass(
+    "PathsConfig",
+    [(name, str, field(default=config.FOLDER)) for name, config in _EXPERIMENTS.items()],
+    bases=(BasePaths,),
+)
+# The config groups that shape a number; paths and tracking settings do not.
+NUMBER_GROUPS = (*BASE_NUMBER_GROUPS, *_EXPERIMENTS)
+Config = make_dataclass(
+    "Config",
+    [
+        ("data", DataConfig, field(default_factory=DataConfig)),
+        ("task", TaskConfig, field(default_factory=TaskConfig)),
+        ("model", ModelConfig, field(default_factory=ModelConfig)),
+        ("train", TrainConfig, field(default_factory=TrainConfig)),
+        ("eval", EvalConfig, field(default_factory=EvalConfig)),
+        ("study", StudyConfig, field(default_factory=StudyConfig)),
+        ("faithfulness", FaithfulnessConfig, field(default_factory=FaithfulnessConfig)),
+        ("grid", GridConfig, field(default_factory=GridConfig)),
+        ("debate", DebateConfig, field(default_factory=DebateConfig)),
+        *(
+            (name, config.Settings, field(default_factory=config.Settings))
+            for name, config in _EXPERIMENTS.items()
+        ),
+        ("tracking", TrackingConfig, field(default_factory=TrackingConfig)),
+        ("paths", PathsConfig, field(default_factory=PathsConfig)),
+    ],
+)
+PathsConfig.__module__ = Config.__module__ = __name__  # where pickle and OmegaConf look

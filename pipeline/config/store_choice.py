@@ -18,7 +18,7 @@ import urllib.request
 from collections.abc import Iterable
 from pathlib import Path
 
-from pipeline.errors import ConfigError
+from pipeline.core.errors import ConfigError
 
 CHOICE = "MLFLOW_TRACKING_URI"  # MLflow's variable: the store a run goes to
 

@@ -36,9 +36,9 @@ from dataclasses import dataclass
 
 import torch
 
+from pipeline.core.errors import ConfigError
+from pipeline.core.kinds import DEBATE_MAX_HEADS
 from pipeline.debate.pooling import pooling_terms
-from pipeline.errors import ConfigError
-from pipeline.kinds import DEBATE_MAX_HEADS
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
 

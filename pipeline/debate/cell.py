@@ -19,11 +19,14 @@ from functools import partial
 
 import torch
 
-from pipeline import data, ties
+from pipeline import data
 from pipeline.analysis import faithfulness, sanity, seed_study, stats
-from pipeline.analysis.faithfulness import hit_at_1
 from pipeline.config import Config
 from pipeline.config.cells import cell_config
+from pipeline.core import ties
+from pipeline.core.errors import DivergenceError
+from pipeline.core.processes import map_large_blocks
+from pipeline.core.ranking import hit_at_1
 from pipeline.debate.adversary import jsd, runs_adversary
 from pipeline.debate.consistent import adversary_start, train_consistent
 from pipeline.debate.deception import rationale_mass, train_deceptive
@@ -31,14 +34,12 @@ from pipeline.debate.fixed_attention import step_weights, train_fixed, uniform_w
 from pipeline.debate.permutation import permutation_orders, permuted_output_change
 from pipeline.debate.pooling import fixed_logits, pooling_terms, with_sink_slot
 from pipeline.debate.seed_variance import pair_divergence, seed_pairs
-from pipeline.errors import DivergenceError
 from pipeline.memory import DEBATE_RUNS, adversary_pass
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params, cat_runs
 from pipeline.models.pooling import probability
 from pipeline.models.threads import run_jobs, workers
 from pipeline.models.train import History, accuracy, device_and_dtype, finite_runs
-from pipeline.processes import map_large_blocks
 
 RUN_CHUNK = DEBATE_RUNS  # runs per pass of the adversary and the permutations
 # Jain & Wallace's reading: a distribution this far (JSD, natural log) that keeps the

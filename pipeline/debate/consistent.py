@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import torch
 
-from pipeline import ties
+from pipeline.core import ties
 from pipeline.debate.adversary import jsd
 from pipeline.debate.pooling import with_sink_slot
 from pipeline.debate.training import per_run, train_on_loss
@@ -38,7 +38,7 @@ def consistency_loss(
     `probabilities` (S, N) and `weights` (S, N, T) against the base's; `penalty` one
     lam or one per run (S,).
 
-    A difference within float noise of 0 counts as 0 (pipeline/ties.py), and so does
+    A difference within float noise of 0 counts as 0 (pipeline/core/ties.py), and so does
     its gradient: at the base, |.|'s kink would otherwise turn the last bits between
     two ways of computing the same logit (autograd's, a kind's fast path) into a
     gradient of full size, and a run with nothing to gain would move."""

@@ -21,12 +21,12 @@ from functools import partial
 
 import torch
 
+from pipeline.core.precision import settle
 from pipeline.debate.pooling import fixed_logits
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.models.threads import run_jobs
 from pipeline.models.train import AUTOGRAD_BLOCK, History, check_finite, descend, joined
-from pipeline.precision import settle
 
 Loss = Callable[[torch.Tensor, torch.Tensor, slice], torch.Tensor]
 

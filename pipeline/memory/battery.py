@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from pipeline.analysis import registry
 from pipeline.config.bounds import MemoryTerm
 from pipeline.config.schema import Config
+from pipeline.core import measures
 from pipeline.memory.sizes import BATTERY_RUNS, DTYPE_BYTES, at_once, battery_values, kind_key
 from pipeline.memory.study import study_terms
 from pipeline.models import interface
@@ -48,14 +48,14 @@ def per_example_scores_term(cfg: Config, runs: int, runs_key: str, phase: str = 
     """The battery's values per (run, held-out example), every row and metric, kept for
     the paired comparisons (pipeline/analysis/paired.py): at most every declared
     explainer, one row per head, and the random order."""
-    rows = len(registry.EXPLAINERS) + interface.pooling_heads(cfg.model) + 1
+    rows = len(measures.EXPLAINERS) + interface.pooling_heads(cfg.model) + 1
     return MemoryTerm(
         "the battery's per-example scores",
         (
             ("runs", runs_key, runs),
             ("held-out", "data.split", cfg.data.split[2]),
             ("rows", "", rows),
-            ("metrics", "", len(registry.SCORES)),
+            ("metrics", "", len(measures.SCORES)),
             ("bytes", "", 8),
         ),
         phase,
@@ -67,7 +67,7 @@ def sanity_terms(cfg: Config, runs: int, runs_key: str) -> list[MemoryTerm]:
     one randomised model's scores of every row, and the label-randomised models'
     training (the study's machinery); their explain passes are the battery's chunks,
     counted there."""
-    rows = len(registry.EXPLAINERS) + interface.pooling_heads(cfg.model) + 1
+    rows = len(measures.EXPLAINERS) + interface.pooling_heads(cfg.model) + 1
     scores = MemoryTerm(
         "the sanity checks' scores",
         (

@@ -23,7 +23,7 @@ import math
 import torch
 
 from pipeline.config.schema import MAX_BYTES, Config
-from pipeline.device import resolve_device
+from pipeline.core.device import resolve_device
 from pipeline.models.threads import MAX_WORKERS, available
 
 # Of the GPU's free memory, the share a chunk's tensors may fill: the rest is for the

@@ -21,8 +21,7 @@ PROCESS_BYTES = 480 * 2**20
 LIGHT_STAGES = ("generate",)
 THREADS_BYTES = 200 * 2**20
 # stages whose work runs on our threads
-TRAINING_STAGES = ("study", "faithfulness", "roar", "erasure", "abstraction")
-ABSTRACTION_RUNS = 10  # runs per job of the abstraction stage: one thread fits their maps
+TRAINING_STAGES = ("study", "faithfulness")  # and every experiment's
 # The faithfulness stage runs the battery over every study seed, 16 at a time:
 # glibc's heap grows over its many chunks, which the fit of one pair
 # (battery_values) does not see (measured on one thread, benchmarks/bench_memory.py:

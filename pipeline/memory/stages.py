@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pipeline.config.bounds import LIGHT_PROCESS_BYTES, MemoryTerm, memory_refusal, sequences_term
 from pipeline.config.schema import MAX_BYTES, Config, ModelConfig
-from pipeline.device import resolve_device
-from pipeline.errors import ConfigError
-from pipeline.files import byte_size
+from pipeline.core.device import resolve_device
+from pipeline.core.errors import ConfigError
+from pipeline.core.files import byte_size
+from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.memory.battery import (
     battery_terms,
     per_example_scores_term,
@@ -16,7 +17,6 @@ from pipeline.memory.battery import (
 )
 from pipeline.memory.cells import debate_cell_terms, grid_cell_terms
 from pipeline.memory.device import DEVICE_PHASES, free_bytes, on_gpu
-from pipeline.memory.field import abstraction_terms, erasure_terms, roar_terms
 from pipeline.memory.sizes import (
     LIGHT_STAGES,
     MANY_CHUNKS_HEAP,
@@ -51,10 +51,9 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
             robustness_term(cfg),
         ],
         "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
-        "roar": roar_terms(cfg),
-        "erasure": erasure_terms(cfg),
-        "abstraction": abstraction_terms(cfg),
     }
+    for name in EXPERIMENTS:  # each experiment's own terms (its memory module)
+        stages[name] = experiment_part(name, "memory").terms(cfg)
     for name, cell in cfg.grid.cells.items():
         stages[f"grid@{name}"] = grid_cell_terms(cfg, cell.task, cell.variant)
     for name, cell in cfg.debate.cells.items():
@@ -67,7 +66,7 @@ def stage_bytes(stage: str, terms: list[MemoryTerm]) -> int:
     trains or explains, what it keeps throughout, and its largest phase (training,
     then the battery: a grid cell frees the one, and returns the freed heap to the
     kernel (`processes.release_freed_memory`), before the other starts)."""
-    trains = stage in TRAINING_STAGES or stage.startswith(("grid@", "debate@"))
+    trains = stage in (*TRAINING_STAGES, *EXPERIMENTS) or stage.startswith(("grid@", "debate@"))
     threads = THREADS_BYTES if trains else 0
     kept = sum(term.bytes for term in terms if not term.phase)
     phases: dict[str, int] = {}

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 
-from pipeline.analysis import registry
 from pipeline.config.bounds import MemoryTerm
 from pipeline.config.schema import Config
+from pipeline.core import measures
 from pipeline.memory.device import study_chunk
 from pipeline.memory.sizes import DTYPE_BYTES, PYTHON_FLOAT_BYTES, kind_key
 from pipeline.models import interface
@@ -92,7 +92,7 @@ def study_terms(cfg: Config, seeds: int, seeds_key: str, sets: int = 1) -> list[
     # Per-example values the study keeps per held-out example: each declared metric on
     # the held-out split, the kind's own (up to two per head), and 3 more that the
     # measured peaks ask for (benchmarks/bench_memory.py).
-    kept = len(registry.on_split("heldout")) + 3 + 2 * heads
+    kept = len(measures.on_split("heldout")) + 3 + 2 * heads
     return [
         MemoryTerm(
             "the parameters",

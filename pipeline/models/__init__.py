@@ -1,11 +1,11 @@
 """Model kinds as plug-ins: `model.kind` names a module, found through
-`pipeline.kinds.MODEL_KINDS`.
+`pipeline.core.kinds.MODEL_KINDS`.
 
 What a kind module defines, and the defaults of what it need not, is written once:
 pipeline/models/kind.py. pipeline/models/interface.py is what the rest of the
 pipeline calls; nothing else looks at the kind.
 
-A kind's name is registered in pipeline/kinds.py (torch-free, where the config
+A kind's name is registered in pipeline/core/kinds.py (torch-free, where the config
 checks `model.kind`); a new kind is one module, its name there, and one YAML in
 conf/model/. A test registers a toy kind with `kinds.register_model`.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from pipeline.kinds import MODEL_KINDS
+from pipeline.core.kinds import MODEL_KINDS
 
 
 def kind_module(kind: str) -> ModuleType:

@@ -1,7 +1,7 @@
 """Compiles every kind's fused CUDA kernel for compute capabilities 8.0 and 9.0, no GPU needed.
 
 `python -m pipeline cuda-check` takes each of the grid's model variants
-(`pipeline.kinds.VARIANTS`: every kind, each setting that changes its kernel's
+(`pipeline.core.kinds.VARIANTS`: every kind, each setting that changes its kernel's
 shape) at the shapes of params.yaml (data.steps, model.d_k and d_v), asks the kind
 for the kernel training would launch on cuda (its `fused_training`), compiles it to
 PTX with numba (libNVVM) for each capability and assembles that with ptxas, and
@@ -38,7 +38,7 @@ from types import SimpleNamespace
 
 import torch
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.models import cuda_launch, interface
 from pipeline.models.parameters import CHANNELS, to_flat
 
@@ -95,7 +95,7 @@ def pipeline_shapes() -> list[Shape]:
     from pipeline.config import PROJECT_ROOT
     from pipeline.config.cells import variant_config
     from pipeline.config.load import PARAMS_FILE, load_params
-    from pipeline.kinds import VARIANTS
+    from pipeline.core.kinds import VARIANTS
 
     cfg = load_params(PROJECT_ROOT / PARAMS_FILE)
     examples = cfg.data.split[0]

@@ -31,7 +31,7 @@ from threading import Lock
 
 import torch
 
-from pipeline import ties
+from pipeline.core import ties
 from pipeline.models.parameters import Params, from_flat, to_flat
 from pipeline.models.threads import check_stopped
 

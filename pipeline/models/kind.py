@@ -1,7 +1,7 @@
 """The contract of a model kind, written once: what a kind module must define, what
 it may, and the default for each optional function.
 
-A kind is a module of pipeline/models/ found by name (pipeline/kinds.py). It must
+A kind is a module of pipeline/models/ found by name (pipeline/core/kinds.py). It must
 define
 
 - `layout(cfg, steps)`: its parameters, (name, shape of one run) in init order

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import torch
 
-from pipeline import ties
 from pipeline.config import ModelConfig
+from pipeline.core import ties
 from pipeline.models import cuda_launch
 from pipeline.models.lesson import TrainingSet, moment_gradients
 from pipeline.models.parameters import CHANNELS, Layout, Params

@@ -17,16 +17,16 @@ from functools import partial
 import torch
 import torch.nn.functional as F
 
-from pipeline import ties
 from pipeline.config import ModelConfig, TrainConfig
-from pipeline.device import resolve_device
-from pipeline.errors import DivergenceError
+from pipeline.core import ties
+from pipeline.core.device import resolve_device
+from pipeline.core.errors import DivergenceError
+from pipeline.core.precision import settle
+from pipeline.core.processes import keep_freed_memory
 from pipeline.models import cuda_launch, interface
 from pipeline.models.parameters import Params, cat_runs, to_flat
 from pipeline.models.pooling import probability
 from pipeline.models.threads import available, check_stopped, run_jobs
-from pipeline.precision import settle
-from pipeline.processes import keep_freed_memory
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ def train(
     autograd: bool = False,
 ) -> tuple[Params, History]:
     """`epochs` simultaneous gradient steps of size `lr` for every run; the trained
-    parameters come back settled at the written precision (pipeline/precision.py),
+    parameters come back settled at the written precision (pipeline/core/precision.py),
     the values every later computation and the parameters file share.
 
     The definition is autograd through the kind's forward (`autograd_step`), in

@@ -19,7 +19,7 @@ import math
 import torch
 
 from pipeline.config import ModelConfig
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.models import cuda_launch
 from pipeline.models.attention import drop_steps_mask
 from pipeline.models.parameters import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline.analysis.registry import ATTENTION, RANDOM, SCORES, competitors
+from pipeline.core.measures import ATTENTION, RANDOM, SCORES, competitors
 from pipeline.reporting import tables
 from pipeline.reporting.reading import percent
 

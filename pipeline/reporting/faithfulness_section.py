@@ -1,7 +1,7 @@
 """report.md's section "Which explanation is faithful?": the battery's reading, its
 tables per run and over the study, and the sanity checks.
 
-The scores come in two groups (registry.Score.against): against the model's own
+The scores come in two groups (measures.Score.against): against the model's own
 behaviour and against the marked step. Each table shows one group, so that no
 table is wider than a page, and its columns carry the registry's labels.
 """
@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from pipeline.analysis import registry
+from pipeline.core import measures
 from pipeline.reporting.faithfulness_reading import (
     advantage,
     amount,
@@ -28,13 +28,13 @@ GROUPS = {"model": "against the model's behaviour", "rationale": "against the ma
 
 
 def group_scores(group: str, present: list[str]) -> list[str]:
-    """The scores of `group` (registry.Score.against) among `present`, in the
+    """The scores of `group` (measures.Score.against) among `present`, in the
     registry's order."""
-    return [key for key, s in registry.SCORES.items() if s.against == group and key in present]
+    return [key for key, s in measures.SCORES.items() if s.against == group and key in present]
 
 
 def labelled(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.rename(columns={key: s.label for key, s in registry.SCORES.items()})
+    return frame.rename(columns={key: s.label for key, s in measures.SCORES.items()})
 
 
 def explainer_table(run: dict, group: str = "model") -> pd.DataFrame:
@@ -59,12 +59,12 @@ def study_explainer_table(summary: dict, group: str = "model") -> pd.DataFrame:
 
 
 def paired_table(
-    summary: dict, group: str = "model", reference: str = registry.ATTENTION
+    summary: dict, group: str = "model", reference: str = measures.ATTENTION
 ) -> pd.DataFrame:
     """One row per explainer against `reference`: per score of `group`, how far
     `reference` is ahead in the score's better direction [95% interval] (negative:
     behind), then the shares of seeds on which each is better."""
-    higher = registry.higher_is_better()
+    higher = measures.higher_is_better()
     scores = group_scores(group, list(summary["paired"]))
     rows: dict[str, dict[str, str]] = {}
     for name in summary["explainers"]:
@@ -132,12 +132,12 @@ def robustness_parts(document: dict) -> list[str]:
 
 def faithfulness_section(document: dict, summary: dict, images: list[tuple[str, str]]) -> list[str]:
     """The "Which explanation is faithful?" section."""
-    explainers = [row for row in next(iter(document["runs"].values())) if row != registry.RANDOM]
+    explainers = [row for row in next(iter(document["runs"].values())) if row != measures.RANDOM]
     parts = [
         "## Which explanation is faithful?",
-        f"{registry.explainers_sentence(explainers)}; `{registry.RANDOM}` is a random order, for "
+        f"{measures.explainers_sentence(explainers)}; `{measures.RANDOM}` is a random order, for "
         "reference.",
-        *faithfulness_reading(document, summary, registry.higher_is_better()),
+        *faithfulness_reading(document, summary, measures.higher_is_better()),
     ]
     for seed, run in document["runs"].items():
         parts += per_group(

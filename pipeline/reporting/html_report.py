@@ -13,7 +13,7 @@ import html
 import mimetypes
 from pathlib import Path
 
-from pipeline.files import first_link
+from pipeline.core.files import first_link
 
 STYLE = """
 body { font-family: sans-serif; max-width: 60rem; margin: 1rem auto; line-height: 1.4; }

@@ -28,9 +28,8 @@ class ReportInputs:
     grid_images: list[str] = field(default_factory=list)  # next_lesson's figures' links
     debate_cells: list[dict] = field(default_factory=list)
     debate_images: list[str] = field(default_factory=list)  # debate_figures' figures' links
-    erasure: dict | None = None  # the erasure stage's metrics.json (docs/field.md)
-    abstraction: dict | None = None  # the abstraction stage's document (docs/field.md)
-    roar: dict | None = None  # remove and retrain's metrics.json (docs/field.md)
+    # each experiment's document by name, None where its stage has not run
+    experiments: dict[str, dict | None] = field(default_factory=dict)
 
 
 def image_lines(images: Images) -> list[str]:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline.analysis import registry
 from pipeline.analysis.golden import GOLDEN, LESSON
+from pipeline.core import measures
 from pipeline.reporting import tables
 
 DATA_ROWS = {
@@ -31,8 +31,8 @@ def data_table(document: dict) -> pd.DataFrame:
 
 def run_table(document: dict, group: str, high: float = 0.5, low: float = 0.05) -> pd.DataFrame:
     columns = {
-        key: registry.METRICS[key].short.format(high=high, low=low)
-        for key in registry.in_table(group)
+        key: measures.METRICS[key].short.format(high=high, low=low)
+        for key in measures.in_table(group)
     }
     frame = pd.DataFrame.from_dict(document["runs"], orient="index")[list(columns)]
     frame = frame.rename(columns=columns)
@@ -44,7 +44,7 @@ def variant_table(document: dict) -> pd.DataFrame | None:
     """The variant's own per-run numbers (sink mass; per-head marker mass and argmax
     hit), one row per run; None for a model without any (the lesson)."""
     frame = pd.DataFrame.from_dict(document["runs"], orient="index")
-    extras = [key for key in frame.columns if key not in registry.METRICS]
+    extras = [key for key in frame.columns if key not in measures.METRICS]
     if not extras:
         return None
     frame = frame[extras].rename(columns=lambda key: key.replace("_", " "))

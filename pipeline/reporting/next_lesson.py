@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline.analysis import registry
-from pipeline.analysis.registry import ATTENTION, RANDOM, competitors
+from pipeline.core import measures
+from pipeline.core.measures import ATTENTION, RANDOM, competitors
 from pipeline.reporting import tables
 from pipeline.reporting.faithfulness_reading import covers_zero, paired_clause, paired_entry
 from pipeline.reporting.summary import interval
@@ -200,7 +200,7 @@ def faithfulness_row(cell: dict) -> dict:
     battery = cell["faithfulness"]
     explainers = battery["explainers"]
     attention = explainers[ATTENTION]
-    tau, hit = (registry.SCORES[key].label for key in ("tau_loo", "hit_at_1"))
+    tau, hit = (measures.SCORES[key].label for key in ("tau_loo", "hit_at_1"))
     row = {
         "task": cell["task"],
         "model": cell["variant"],
@@ -268,7 +268,7 @@ def beyond_the_weights(cells: list[dict]) -> list[str]:
     """Per cell with a layer or several heads: the explainers that read the weights
     through the layer (rollout, flow) or per head, each against attention, paired on
     the same seeds and examples, on hit@1 where it applies and on tau_loo."""
-    higher = registry.higher_is_better()
+    higher = measures.higher_is_better()
     lines = []
     for cell in cells:
         battery = cell.get("faithfulness")
@@ -277,7 +277,7 @@ def beyond_the_weights(cells: list[dict]) -> list[str]:
         rows = [
             row
             for row in battery["explainers"]
-            if row != RANDOM and registry.EXPLAINERS[registry.explainer_of(row)].applies != "every"
+            if row != RANDOM and measures.EXPLAINERS[measures.explainer_of(row)].applies != "every"
         ]
         if not rows:
             continue
@@ -317,7 +317,7 @@ def sanity_table(cells: list[dict]) -> str:
             row[name] = f"{entry['mean']:.2f}{'*' if covers_zero(entry) else ''}"
         rows.append(row)
     # The declared explainers in the registry's order, random last; per-head rows aside.
-    shown = [name for name in [*registry.EXPLAINERS, RANDOM] if any(name in row for row in rows)]
+    shown = [name for name in [*measures.EXPLAINERS, RANDOM] if any(name in row for row in rows)]
     frame = pd.DataFrame(rows).reindex(columns=["task", "variant", *shown])
     # Spaced names, so that the twelve columns can wrap to the page.
     frame = frame.rename(columns=lambda name: name.replace("_", " "))

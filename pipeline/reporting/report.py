@@ -10,9 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pipeline.analysis.golden import LESSON
-from pipeline.reporting.abstraction import abstraction_section
+from pipeline.core.kinds import experiment_part
 from pipeline.reporting.debate import debate_section
-from pipeline.reporting.erasure import erasure_section
 from pipeline.reporting.faithfulness_section import faithful
 from pipeline.reporting.inputs import ReportInputs, image_lines
 from pipeline.reporting.lesson_tables import (
@@ -26,7 +25,6 @@ from pipeline.reporting.lesson_tables import (
 )
 from pipeline.reporting.next_lesson import next_lesson_section
 from pipeline.reporting.reading import reading
-from pipeline.reporting.roar import roar_section
 from pipeline.reporting.study_section import seeds_at_scale
 from pipeline.reporting.suppressors import suppressor_section
 
@@ -130,19 +128,14 @@ def attention_debate(inputs: ReportInputs) -> list[str]:
 Section = Callable[[ReportInputs], list[str]]
 
 
-def erasure(inputs: ReportInputs) -> list[str]:
-    """Erasure and disagreement (docs/field.md), where the erasure stage ran."""
-    return [] if inputs.erasure is None else [erasure_section(inputs.erasure)]
-
-
-def abstraction(inputs: ReportInputs) -> list[str]:
-    """Causal abstraction (docs/field.md), where the abstraction stage ran."""
-    return [] if inputs.abstraction is None else [abstraction_section(inputs.abstraction)]
-
-
-def remove_and_retrain(inputs: ReportInputs) -> list[str]:
-    """Remove and retrain (docs/field.md), where the roar stage ran."""
-    return [] if inputs.roar is None else [roar_section(inputs.roar)]
+def experiments(inputs: ReportInputs) -> list[str]:
+    """Each experiment's section where its stage ran, in their `PLACE` order."""
+    ran = [
+        (experiment_part(name, "section"), document)
+        for name, document in inputs.experiments.items()
+        if document is not None
+    ]
+    return [module.section(document) for module, document in sorted(ran, key=lambda r: r[0].PLACE)]
 
 
 def suppressors(inputs: ReportInputs) -> list[str]:
@@ -163,9 +156,7 @@ SECTIONS: list[Section] = [
     faithful,
     next_lesson,
     attention_debate,
-    erasure,
-    remove_and_retrain,
-    abstraction,
+    experiments,
     suppressors,
 ]
 

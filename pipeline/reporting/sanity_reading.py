@@ -3,7 +3,7 @@ generated from pipeline/analysis/sanity.py's summary."""
 
 from __future__ import annotations
 
-from pipeline.analysis.registry import RANDOM
+from pipeline.core.measures import RANDOM
 from pipeline.reporting.faithfulness_reading import covers_zero
 
 UNCHANGED = 1.0 - 1e-12  # a Spearman at 1 up to its 8 written decimals: the same ranking

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline.analysis import registry
+from pipeline.core import measures
 from pipeline.reporting.inputs import ReportInputs, image_lines
 from pipeline.reporting.lesson_tables import markdown_table
 from pipeline.reporting.study_reading import study_reading
@@ -15,8 +15,8 @@ STUDY_COLUMNS = ("mean", "std", "min", "q05", "median", "q95", "max", "ci95_low"
 def study_table(summary: dict) -> pd.DataFrame:
     """One row per per-seed number: its distribution over the study's seeds."""
     rows = {
-        registry.METRICS[key].label: [summary[key][c] for c in STUDY_COLUMNS]
-        for key in registry.means()
+        measures.METRICS[key].label: [summary[key][c] for c in STUDY_COLUMNS]
+        for key in measures.means()
     }
     return pd.DataFrame.from_dict(rows, orient="index", columns=list(STUDY_COLUMNS))
 

@@ -7,15 +7,15 @@ Plain dicts in, text out: no torch, no pandas (the track stage's no-op path).
 
 from __future__ import annotations
 
-from pipeline.analysis import registry
 from pipeline.analysis.golden import golden_mismatches, is_lesson_config
 from pipeline.config import Config
+from pipeline.core import measures
 
 
-def columns() -> list[registry.Metric]:
+def columns() -> list[measures.Metric]:
     """The headline metrics that are means over examples, in metrics.json's order."""
-    shown = set(registry.headline()) & set(registry.means())
-    return [registry.METRICS[key] for key in registry.run_order() if key in shown]
+    shown = set(measures.headline()) & set(measures.means())
+    return [measures.METRICS[key] for key in measures.run_order() if key in shown]
 
 
 def interval(summary: dict) -> str:

@@ -22,7 +22,7 @@ import pwd
 import stat
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 # What the server reads, writes or trusts in DIR: its own, and PostgreSQL's
 # (which, as root, belong to the postgres user).

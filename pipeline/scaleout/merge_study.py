@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from pipeline.analysis import seed_study
-from pipeline.errors import PipelineError
-from pipeline.files import Writes, write_json
+from pipeline.core.errors import PipelineError
+from pipeline.core.files import Writes, write_json
 from pipeline.reporting.summary import study_line
 
 

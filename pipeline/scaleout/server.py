@@ -45,9 +45,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from pipeline.errors import PipelineError
-from pipeline.files import Writes
-from pipeline.processes import start_server_child
+from pipeline.core.errors import PipelineError
+from pipeline.core.files import Writes
+from pipeline.core.processes import start_server_child
 from pipeline.scaleout.folder import check_server_folder
 from pipeline.tracking.auth import APP_NAME, Login, login, write_secret
 from pipeline.tracking.loopback import (

@@ -29,13 +29,13 @@ from hydra.experimental.callback import Callback
 from hydra.types import RunMode
 from omegaconf import DictConfig, OmegaConf, open_dict, read_write
 
-from pipeline import files
 from pipeline.config import PROJECT_ROOT, Config, validate
 from pipeline.config.load import check_job_folder
 from pipeline.config.store_choice import check_store_choice, project_roots
-from pipeline.errors import ConfigError, OrphanedError, PipelineError
-from pipeline.files import read_json, write_json
-from pipeline.processes import descendants, process_start
+from pipeline.core import files
+from pipeline.core.errors import ConfigError, OrphanedError, PipelineError
+from pipeline.core.files import read_json, write_json
+from pipeline.core.processes import descendants, process_start
 from pipeline.tracking.state import environment_tags, git_tags
 
 JOB_FILE = "job.json"
@@ -58,7 +58,7 @@ def job_tags() -> dict[str, str]:
 def run_tags(cfg: Config) -> dict[str, str]:
     """A job's parent-run tags: git commit, torch and device, its place in the sweep."""
     # torch: `pipeline history` reads JOB_FILE only
-    from pipeline.device import resolve_device
+    from pipeline.core.device import resolve_device
 
     device = resolve_device(cfg.train.device).type
     return {
@@ -166,7 +166,7 @@ def sweep_identity() -> str | None:
 def follow_sweep(record: dict) -> None:
     """In a job process the sweep started on its own machine (joblib's workers,
     submitit_local's jobs): end at once if the sweep is gone, else publish files only
-    while it lives (pipeline.files), and die with it (on Linux, SIGTERM at its death).
+    while it lives (pipeline.core.files), and die with it (on Linux, SIGTERM at its death).
 
     A job on another machine (SLURM, Ray) cannot see the sweep's process, and the
     basic launcher's jobs run in the sweep's own process: both go on as before."""

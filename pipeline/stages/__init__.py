@@ -8,8 +8,8 @@ import signal
 import sys
 from collections.abc import Callable
 
-from pipeline import files
-from pipeline.errors import PipelineError
+from pipeline.core import files
+from pipeline.core.errors import PipelineError
 
 
 class Stopped(KeyboardInterrupt):
@@ -76,8 +76,8 @@ def cell_arguments(argv: list[str] | None, doc: str) -> tuple[str, str]:
     """TASK VARIANT of a cell's stage (grid@<cell>, debate@<cell>), each a known name."""
     import argparse
 
-    from pipeline.errors import ConfigError
-    from pipeline.kinds import TASKS, VARIANTS
+    from pipeline.core.errors import ConfigError
+    from pipeline.core.kinds import TASKS, VARIANTS
 
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("task")
@@ -111,7 +111,7 @@ def entry(main: Callable[[], None]) -> None:
     """Run a stage; expected failures become one line on stderr and exit code 1.
 
     Ctrl-C (130) and SIGTERM (143) also end it with one line. Once the process that
-    started the stage is gone, the stage replaces no file (pipeline.files).
+    started the stage is gone, the stage replaces no file (pipeline.core.files).
     """
     module = sys.modules.get(main.__module__)
     name = (getattr(module, "__spec__", None) and module.__spec__.name) or main.__module__

@@ -10,12 +10,11 @@ it is.
 
 from __future__ import annotations
 
-from pipeline import provenance
-from pipeline.config import load_params
+from pipeline.config import load_params, provenance
 from pipeline.config.cells import cell_label
+from pipeline.core.errors import ConfigError
+from pipeline.core.files import write_json
 from pipeline.debate.cell import run_cell
-from pipeline.errors import ConfigError
-from pipeline.files import write_json
 from pipeline.memory import check_memory
 from pipeline.stages import cell_arguments, entry
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline import provenance
-from pipeline.config import Config, load_params
+from pipeline.config import Config, load_params, provenance
 from pipeline.config.cells import cell_config
-from pipeline.files import write_bytes
+from pipeline.core.files import write_bytes
 from pipeline.stages import entry
 
 

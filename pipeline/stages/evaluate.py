@@ -5,10 +5,11 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import data, provenance, ties
+from pipeline import data
 from pipeline.analysis import metrics
-from pipeline.config import Config, load_params
-from pipeline.files import read_json, read_parquet, write_csv, write_json
+from pipeline.config import Config, load_params, provenance
+from pipeline.core import ties
+from pipeline.core.files import read_json, read_parquet, write_csv, write_json
 from pipeline.memory import check_memory
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params

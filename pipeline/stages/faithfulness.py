@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline import provenance
 from pipeline.analysis import faithfulness, robustness, sanity
-from pipeline.config import Config, load_params
-from pipeline.files import read_parquet, write_json, write_parquet
+from pipeline.config import Config, load_params, provenance
+from pipeline.core.files import read_parquet, write_json, write_parquet
 from pipeline.memory import check_memory
 from pipeline.models import frames
 from pipeline.models.train import device_and_dtype

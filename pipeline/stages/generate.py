@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from pipeline import data, provenance
-from pipeline.config import Config, load_params
-from pipeline.files import write_json, write_parquet
+from pipeline import data
+from pipeline.config import Config, load_params, provenance
+from pipeline.core.files import write_json, write_parquet
 from pipeline.stages import entry
 
 

@@ -9,12 +9,11 @@ written atomically, and params.yaml is checked again before it is.
 
 from __future__ import annotations
 
-from pipeline import provenance
 from pipeline.analysis import grid
-from pipeline.config import load_params
+from pipeline.config import load_params, provenance
 from pipeline.config.cells import cell_label
-from pipeline.errors import ConfigError
-from pipeline.files import write_json
+from pipeline.core.errors import ConfigError
+from pipeline.core.files import write_json
 from pipeline.memory import check_memory
 from pipeline.reporting.summary import interval
 from pipeline.stages import cell_arguments, entry

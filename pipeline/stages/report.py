@@ -9,11 +9,10 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from pipeline import provenance
 from pipeline.analysis import stats
 from pipeline.analysis.golden import is_lesson_config
-from pipeline.config import Config, load_params
-from pipeline.files import (
+from pipeline.config import Config, load_params, provenance
+from pipeline.core.files import (
     read_csv,
     read_json,
     read_parquet,
@@ -105,7 +104,7 @@ def folder_images(cfg: Config, folder: str) -> list[str]:
 def cell_inputs(cfg: Config) -> dict:
     """The grid's and the debate's cells, with their stages' figures: the sections
     "The next lesson" and "The attention debate" (none without cells); the field's
-    newer tests (docs/field.md) where their stages ran."""
+    experiments' documents where their stages ran."""
     grid = [document for _, document in provenance.grid_cells(cfg)]
     debate = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
     return {
@@ -113,7 +112,7 @@ def cell_inputs(cfg: Config) -> dict:
         "grid_images": folder_images(cfg, cfg.paths.next_lesson) if grid else [],
         "debate_cells": debate,
         "debate_images": folder_images(cfg, cfg.paths.debate_figures) if debate else [],
-        **provenance.field_documents(cfg),
+        "experiments": provenance.experiment_documents(cfg),
     }
 
 
@@ -149,8 +148,8 @@ def main() -> None:
         write_csv(cfg.paths.step_weights, weights)
         write_text(cfg.paths.report, markdown)
         write_text(cfg.paths.report_html, page)
-        field = provenance.field_documents(cfg)
-        headline_document = headline(document, study[0], faithfulness[0], **field)
+        experiments = provenance.experiment_documents(cfg)
+        headline_document = headline(document, study[0], faithfulness[0], experiments)
         write_json(cfg.paths.headline, headline_document)
 
 

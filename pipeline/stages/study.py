@@ -5,10 +5,9 @@ these bytes, so the battery does not rerun), summary.json."""
 
 from __future__ import annotations
 
-from pipeline import provenance
 from pipeline.analysis import seed_study
-from pipeline.config import load_params
-from pipeline.files import read_parquet, write_json, write_parquet
+from pipeline.config import load_params, provenance
+from pipeline.core.files import read_parquet, write_json, write_parquet
 from pipeline.memory import check_memory
 from pipeline.models import interface
 from pipeline.reporting.summary import study_line

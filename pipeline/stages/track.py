@@ -16,9 +16,9 @@ from pathlib import Path
 
 import yaml
 
-from pipeline import provenance, tracking
-from pipeline.config import PARAMS_FILE, Config, TrackingConfig, load_params, validate
-from pipeline.files import read_csv, read_json, read_parquet, require, write_json
+from pipeline import tracking
+from pipeline.config import PARAMS_FILE, Config, TrackingConfig, load_params, provenance, validate
+from pipeline.core.files import read_csv, read_json, read_parquet, require, write_json
 from pipeline.reporting import summary
 from pipeline.stages import entry
 from pipeline.tracking.store import PRIVATE_FILE, PRIVATE_FOLDER
@@ -30,7 +30,7 @@ ARTIFACTS_MARKER = "mlartifacts/.tracked.json"
 def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
     # The device train.device resolves to here: no output file names it, since the
     # outputs are the same bytes on every device (docs/pipeline.md).
-    from pipeline.device import resolve_device
+    from pipeline.core.device import resolve_device
 
     curves = read_csv(cfg.paths.training_curves)
     tags = {
@@ -62,7 +62,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
         study_faithfulness=read_json(cfg.paths.study_faithfulness),
-        **provenance.field_documents(cfg),
+        experiments=provenance.experiment_documents(cfg),
     )
 
 
@@ -82,7 +82,7 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
     battery = tracking.battery_documents(
         read_json(cfg.paths.faithfulness),
         read_json(cfg.paths.study_faithfulness),
-        provenance.field_documents(cfg),
+        provenance.experiment_documents(cfg),
     )
     digest = tracking.state_digest(cfg, metrics, hashes, study, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)

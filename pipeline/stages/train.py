@@ -5,9 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline import provenance
-from pipeline.config import Config, load_params
-from pipeline.files import read_parquet, write_csv, write_parquet
+from pipeline.config import Config, load_params, provenance
+from pipeline.core.files import read_parquet, write_csv, write_parquet
 from pipeline.memory import check_memory
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params

@@ -1,5 +1,5 @@
 """Tasks as plug-ins: `task.kind` names a module of this folder, found by its file
-name (`pipeline.kinds.TASKS`).
+name (`pipeline.core.kinds.TASKS`).
 
 Every task draws the lesson's sequences (pipeline/data.py: the same stream, the
 same readings and marked step) and labels them by its own rule. A task module
@@ -36,7 +36,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from pipeline.kinds import TASKS
+from pipeline.core.kinds import TASKS
 
 # Reasons several tasks give for a variant that cannot express their rule.
 COSINE = (

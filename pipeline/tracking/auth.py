@@ -24,7 +24,7 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 
 ADMIN = "admin"
 LOGIN_FILES = ("password", "secret_key", "auth.ini", "auth.ini.tmp", "users.db")
@@ -95,7 +95,7 @@ def check_no_link(base: Path, folder: str) -> None:
     `base`) or on a file in it, as for the outputs' paths: the secrets would be
     written into the link's target, outside the project (a cloned repository can
     carry such a link)."""
-    from pipeline.files import first_link
+    from pipeline.core.files import first_link
 
     for name in LOGIN_FILES:
         link = first_link(Path(folder) / name, base)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 
 from pipeline.config import Config
-from pipeline.errors import PipelineError
+from pipeline.core.errors import PipelineError
 from pipeline.tracking.record import tree_digest
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ def workspace_uri(seed: int, root: Path | None = None) -> str:
     """`models:/NAME@run-<seed>-<models>` of the workspace's trained models, as its
     params.yaml and dvc.lock name them (neither mlflow nor the store is read)."""
     from pipeline.config import PARAMS_FILE, load_params
-    from pipeline.errors import ConfigError
+    from pipeline.core.errors import ConfigError
     from pipeline.tracking.state import MODELS_TAG, lock_hashes
 
     root = Path.cwd() if root is None else root

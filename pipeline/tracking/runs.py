@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.config import PARAMS_FILE, Config
-from pipeline.reporting.headline import headline_numbers
+from pipeline.core.kinds import experiment_part
 from pipeline.tracking import record
 from pipeline.tracking.client import NewRun, log_once, log_run, source_tags
 from pipeline.tracking.state import (
@@ -25,7 +25,6 @@ from pipeline.tracking.state import (
     PipelineState,
     baseline_config,
     changed_params,
-    field_metrics,
     nested_metrics,
     number_params,
     sanity_metrics,
@@ -55,7 +54,8 @@ def log_state(state: PipelineState, models: ModelLogger | None = None) -> tuple[
 
 
 def parent_metrics(state: PipelineState) -> dict[str, float]:
-    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/, roar/."""
+    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/ and
+    each experiment's."""
     document = state.metrics
     heldout = [run["heldout_accuracy"] for run in document["runs"].values()]
     values = {name: document[key] for key, name in GAP_METRICS.items() if key in document}
@@ -78,12 +78,18 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
         if "sanity" in state.study_faithfulness:
             sanity = state.study_faithfulness["sanity"]
             values.update(sanity_metrics(sanity, "faithfulness/sanity/"))
-    if state.erasure is not None:  # the erasure stage's study means (docs/field.md)
-        values.update(field_metrics(state.erasure["study"], "erasure/study/"))
-    if state.abstraction is not None:
-        values.update(nested_metrics(headline_numbers(state.abstraction), "abstraction/"))
-    if state.roar is not None:  # its headline: roar/attention_drop/<run>, roar/rationale_drop
-        values.update(nested_metrics(state.roar["headline"], "roar/"))
+    for name, document in state.experiments.items():  # each experiment's own (tracked.py)
+        if document is not None:
+            values.update(experiment_part(name, "tracked").parent_metrics(document))
+    return values
+
+
+def experiment_metrics(documents: dict[str, dict | None], seed: str) -> dict[str, float]:
+    """Each experiment's numbers of one lesson run (its tracked.py's `run_metrics`)."""
+    values: dict[str, float] = {}
+    for name, document in documents.items():
+        if document is not None:
+            values.update(experiment_part(name, "tracked").run_metrics(document, seed))
     return values
 
 
@@ -113,7 +119,7 @@ def dataset_input(state: PipelineState):
     import mlflow.data
     from mlflow.entities import Dataset, DatasetInput, InputTag
 
-    from pipeline.files import parquet_bytes
+    from pipeline.core.files import parquet_bytes
 
     path = state.cfg.paths.sequences
     digest = hashlib.md5(parquet_bytes(state.sequences)).hexdigest()
@@ -286,7 +292,7 @@ def _log_children_and_artifacts(
             **nested_metrics(numbers, "lesson/"),
             **nested_metrics(battery.get(seed, {}), "faithfulness/"),
             **nested_metrics(robust.get(seed, {}), "faithfulness/robustness/"),
-            **field_metrics((state.erasure or {}).get("runs", {}).get(seed, {}), "erasure/"),
+            **experiment_metrics(state.experiments, seed),
         }
         child = log_run(
             client,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.errors import TrackingError
+from pipeline.core.errors import TrackingError
 from pipeline.tracking.state import STATE_TAG
 from pipeline.tracking.store import check_server, store_error, store_errors
 

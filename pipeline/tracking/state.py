@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING
 import yaml
 
 from pipeline.config import NUMBER_GROUPS, PARAMS_FILE, Config, flatten, to_container
-from pipeline.errors import PipelineError
-from pipeline.provenance import FIELD_DOCUMENTS
+from pipeline.core.errors import PipelineError
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
     import pandas as pd
@@ -53,24 +52,22 @@ class PipelineState:
     faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
     study_faithfulness: dict | None = None  # the battery over the study's runs
     parameters: pd.DataFrame | None = None  # models/parameters.parquet: each seed's model
-    erasure: dict | None = None  # the erasure stage's metrics.json (docs/field.md)
-    abstraction: dict | None = None  # reports/abstraction/abstraction.json
-    roar: dict | None = None  # remove and retrain: reports/roar/metrics.json
+    # each experiment's document by name, None where its stage has not run
+    experiments: dict[str, dict | None] = field(default_factory=dict)
     source: str = "dvc repro: pipeline/stages/track.py"  # what the UI's Source column says
 
     @property
     def digest(self) -> str:
-        field_tests = {stage: getattr(self, stage) for stage in FIELD_DOCUMENTS}
-        battery = battery_documents(self.faithfulness, self.study_faithfulness, field_tests)
+        battery = battery_documents(self.faithfulness, self.study_faithfulness, self.experiments)
         return state_digest(self.cfg, self.metrics, self.tags, self.study, battery)
 
 
-def battery_documents(runs: dict | None, study: dict | None, field_tests: dict) -> dict:
+def battery_documents(runs: dict | None, study: dict | None, experiments: dict) -> dict:
     """What a state's digest holds of the explainers' tests: the battery per run and
-    over the study, and each field stage's document (provenance.FIELD_DOCUMENTS). The
+    over the study, and each experiment's document (provenance.experiment_documents). The
     track stage's no-op check and the logged state both digest this: one definition,
     or the check never finds the state it logged."""
-    return {"runs": runs, "study": study, **field_tests}
+    return {"runs": runs, "study": study, **experiments}
 
 
 def state_digest(

@@ -26,7 +26,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from pipeline.config import PROJECT_ROOT, TrackingConfig
-from pipeline.errors import TrackingError
+from pipeline.core.errors import TrackingError
 
 LOCK_TIMEOUT_S = 120
 PRIVATE_FILE, PRIVATE_FOLDER = 0o600, 0o700  # a store's files and folders: the owner's

@@ -28,11 +28,12 @@ from typing import Any
 
 import yaml
 
-from pipeline import kernels
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, to_container
 from pipeline.config.outputs import FOLDER_KEYS
-from pipeline.errors import ConfigError
-from pipeline.files import all_or_none, read_json, require, write_json
+from pipeline.core import numerics
+from pipeline.core.errors import ConfigError
+from pipeline.core.files import all_or_none, read_json, require, write_json
+from pipeline.core.kinds import EXPERIMENTS, experiment
 
 PIPELINE_FILE = "dvc.yaml"
 
@@ -213,7 +214,7 @@ def write_record(cfg: Config, stage: str) -> None:
         "stage": stage,
         "params": stage_params(cfg, stage),
         "outputs": {path: sha256(path) for path in output_files(cfg, stage)},
-        "numeric": kernels.environment(),
+        "numeric": numerics.environment(),
     }
     write_json(record_path(cfg, stage), document, exact=True)
 
@@ -250,38 +251,10 @@ def read_record(cfg: Config, stage: str) -> dict:
     return record
 
 
-# The field's newer tests (docs/field.md): each stage's document in its output folder.
-FIELD_DOCUMENTS = {
-    "erasure": "metrics.json",
-    "abstraction": "abstraction.json",
-    "roar": "metrics.json",
-}
-
-
-# Each field document's top-level keys and their JSON types: what the report and track
-# stages read. A document of another shape (valid JSON, edited, or recorded with a
-# rewritten record) was a KeyError or TypeError in them.
-FIELD_SHAPES: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "erasure": {"runs": dict, "study": dict},
-    "abstraction": {"seeds": list, "implements": (int, float), "conditions": dict},
-    "roar": {
-        "seeds": int,
-        "removed_reading": (int, float),
-        "removed_steps": dict,
-        "majority_share": (int, float),
-        "unmodified": dict,
-        "rankings": dict,
-        "at_chance_from": dict,
-        "leaks": dict,
-        "smoothing": dict,
-        "headline": dict,
-    },
-}
-
-
-def check_field_shape(stage: str, path: Path, document: Any) -> None:
-    """Refuse a field document without the keys and types its readers take, in one line."""
-    shape = FIELD_SHAPES[stage]
+def check_document_shape(stage: str, path: Path, document: Any) -> None:
+    """Refuse an experiment's document without the keys and types its readers take (its
+    package's SHAPE), in one line."""
+    shape = experiment(stage).SHAPE
     if not isinstance(document, dict):
         wrong = f"a JSON {type(document).__name__}, not an object"
     else:
@@ -299,16 +272,16 @@ def check_field_shape(stage: str, path: Path, document: Any) -> None:
     )
 
 
-def field_documents(cfg: Config) -> dict[str, Any]:
-    """Each field stage's document by stage, None where that stage has not run (the
-    report and track stages show what there is; a stale one is refused by
-    verify_inputs, since the folder is their dep), each of its stage's shape."""
+def experiment_documents(cfg: Config) -> dict[str, Any]:
+    """Each experiment's document by name, None where its stage has not run (the report
+    and track stages show what there is; a stale one is refused by verify_inputs,
+    since the folder is their dep), each of its stage's shape."""
     documents = {}
-    for stage, name in FIELD_DOCUMENTS.items():
-        path = Path(getattr(cfg.paths, stage)) / name
-        documents[stage] = read_json(path) if path.exists() else None
-        if documents[stage] is not None:
-            check_field_shape(stage, path, documents[stage])
+    for name in EXPERIMENTS:
+        path = Path(getattr(cfg.paths, name)) / experiment(name).DOCUMENT
+        documents[name] = read_json(path) if path.exists() else None
+        if documents[name] is not None:
+            check_document_shape(name, path, documents[name])
     return documents
 
 
@@ -343,7 +316,7 @@ def cell_params(cfg: Config, root: Path = PROJECT_ROOT, stage: str = "grid") -> 
     """The params every <stage>@<cell> stage lists (dvc.yaml's foreach body: the grid's
     or the debate's), flattened, as write_json writes them (the cell file holds them
     at the written precision)."""
-    from pipeline.precision import rounded
+    from pipeline.core.precision import rounded
 
     return rounded(listed_params(cfg, stages(root)[stage]["do"]["params"]))
 

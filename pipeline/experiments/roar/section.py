@@ -1,5 +1,5 @@
 """The section "Remove and retrain" of report.md, from reports/roar/metrics.json
-(pipeline/field/roar.py): a table per ranking model and a reading generated from the
+(pipeline/experiments/roar/retrain.py): a table per ranking model and a reading generated from the
 numbers, against the known answer (removing the marked step alone destroys the task)."""
 
 from __future__ import annotations
@@ -8,7 +8,10 @@ import pandas as pd
 
 from pipeline.reporting import tables
 
-MODEL_FREE = "model_free"  # pipeline/field/roar.py's key for the rankings that read no model
+PLACE = 2  # report.md: after erasure, before causal abstraction
+MODEL_FREE = (
+    "model_free"  # pipeline/experiments/roar/retrain.py's key for the rankings that read no model
+)
 RATIONALE, RANDOM, SMOOTHED = "rationale", "random", "_smoothed"
 
 
@@ -135,7 +138,7 @@ def smoothing_lines(document: dict) -> list[str]:
     return lines
 
 
-def roar_section(document: dict) -> str:
+def section(document: dict) -> str:
     """The section in markdown: what was done, a table per ranking model, the reading."""
     rankings = [ranking for ranking in document["rankings"] if ranking != MODEL_FREE]
     lines = [
@@ -180,3 +183,9 @@ def roar_section(document: dict) -> str:
         *smoothing_lines(document),
     ]
     return "\n".join(lines) + "\n"
+
+
+def headline(document: dict) -> dict:
+    """Remove and retrain's held-out accuracy drop when each lesson run's attention
+    ranking removes its smallest fraction of the steps."""
+    return {"roar_attention_drop": document["headline"]["attention_drop"]}

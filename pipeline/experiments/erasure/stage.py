@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from pipeline import provenance
 from pipeline.analysis import faithfulness
-from pipeline.config import Config, load_params
-from pipeline.field import erasure_study
-from pipeline.files import read_parquet, write_csv, write_json
+from pipeline.config import Config, load_params, provenance
+from pipeline.core.files import read_parquet, write_csv, write_json
+from pipeline.experiments.erasure import erasure_study
 from pipeline.memory import check_memory
 from pipeline.models import frames
 from pipeline.models.train import device_and_dtype

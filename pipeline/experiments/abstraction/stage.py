@@ -2,8 +2,8 @@
 
 The study's first abstraction.seeds runs, trained (reports/study/params.parquet)
 and at their init (the same seeds drawn again), each aligned with the task's
-intermediate variable by a linear and a non-linear map (pipeline/field/abstraction.py,
-docs/field.md); the interchange-intervention accuracy per run and its summary.
+intermediate variable by a linear and a non-linear map (interchange.py, docs/field.md);
+the interchange-intervention accuracy per run and its summary.
 """
 
 from __future__ import annotations
@@ -12,19 +12,18 @@ from pathlib import Path
 
 import torch
 
-from pipeline import provenance
-from pipeline.config import Config, load_params
-from pipeline.errors import ConfigError
-from pipeline.field import abstraction
-from pipeline.files import read_parquet, write_json
+from pipeline.config import Config, load_params, provenance
+from pipeline.core.errors import ConfigError
+from pipeline.core.files import read_parquet, write_json
+from pipeline.experiments.abstraction import interchange
+from pipeline.experiments.abstraction.memory import RUNS_AT_ONCE
 from pipeline.memory import check_memory
-from pipeline.memory.sizes import ABSTRACTION_RUNS
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.threads import run_jobs, workers
 from pipeline.stages import entry
 
-BLOCK = ABSTRACTION_RUNS  # runs per job: each job trains its maps on one torch thread
+BLOCK = RUNS_AT_ONCE  # runs per job: each job trains its maps on one torch thread
 
 
 def runs(cfg: Config, study, dtype: torch.dtype) -> tuple[list[int], dict[str, Params]]:
@@ -39,22 +38,22 @@ def runs(cfg: Config, study, dtype: torch.dtype) -> tuple[list[int], dict[str, P
 def run(cfg: Config, frame, study) -> dict:
     """The stage's document (reports/abstraction/abstraction.json)."""
     names = [name for name, _ in interface.layout(cfg.model, cfg.data.steps)]
-    if names != abstraction.LAYOUT:
+    if names != interchange.LAYOUT:
         raise ConfigError(
             f"model.kind: the abstraction stage needs one pooling over the inputs with the "
-            f"lesson's parameters ({', '.join(abstraction.LAYOUT)}); {cfg.model.kind} has "
+            f"lesson's parameters ({', '.join(interchange.LAYOUT)}); {cfg.model.kind} has "
             f"{', '.join(names)}"
         )
     dtype = torch.float64
     seeds, conditions = runs(cfg, study, dtype)
     train, heldout = (
-        abstraction.Split(*frames.split_tensors(cfg, frame, split, "cpu", dtype)[:2])
+        interchange.Split(*frames.split_tensors(cfg, frame, split, "cpu", dtype)[:2])
         for split in ("train", "heldout")
     )
     jobs = [
         (
             condition,
-            lambda b=block, s=seeds[start : start + BLOCK]: abstraction.measure_runs(
+            lambda b=block, s=seeds[start : start + BLOCK]: interchange.measure_runs(
                 b, s, train, heldout, cfg.abstraction
             ),
         )
@@ -63,16 +62,16 @@ def run(cfg: Config, frame, study) -> dict:
     ]
     results = run_jobs([job for _, job in jobs], workers(len(jobs)))
     scores = {
-        condition: abstraction.join_blocks(
+        condition: interchange.join_blocks(
             [result for (name, _), result in zip(jobs, results, strict=True) if name == condition]
         )
         for condition in conditions
     }
     accuracy = {
-        condition: abstraction.heldout_accuracy(params, heldout)
+        condition: interchange.heldout_accuracy(params, heldout)
         for condition, params in conditions.items()
     }
-    return abstraction.summary(
+    return interchange.summary(
         scores, accuracy, seeds, cfg.abstraction, cfg.study.bootstrap, cfg.study.bootstrap_seed
     )
 
@@ -88,7 +87,7 @@ def main() -> None:
         write_json(Path(cfg.paths.abstraction) / "abstraction.json", document)
     for condition, entry_ in document["conditions"].items():
         numbers = ", ".join(
-            f"{name} {entry_[name]['iia']['mean']:.4f}" for name in abstraction.MAPS
+            f"{name} {entry_[name]['iia']['mean']:.4f}" for name in interchange.MAPS
         )
         print(f"abstraction, {condition} runs: mean IIA {numbers}")
 

@@ -24,10 +24,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pipeline import processes
-from pipeline.config.schema import PROJECT_ROOT
-from pipeline.errors import ConfigError, DiskFullError, OrphanedError, OutputError
-from pipeline.precision import rounded, rounded_frame
+from pipeline.core import processes
+from pipeline.core.errors import ConfigError, DiskFullError, OrphanedError, OutputError
+from pipeline.core.paths import PROJECT_ROOT
+from pipeline.core.precision import rounded, rounded_frame
 
 if TYPE_CHECKING:  # pandas loads on use: the track stage's no-op check needs none
     import pandas as pd
@@ -195,7 +195,7 @@ def write_text(path: Path, text: str) -> None:
 
 
 def write_json(path: Path, document: dict, exact: bool = False) -> None:
-    """Every float at the written precision (pipeline/precision.py); `exact` for a
+    """Every float at the written precision (pipeline/core/precision.py); `exact` for a
     record of settings as they were given (provenance), which holds no result."""
     write_text(path, json.dumps(document if exact else rounded(document), indent=2) + "\n")
 

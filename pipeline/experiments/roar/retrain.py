@@ -33,7 +33,7 @@ Here (docs/field.md, "Remove and retrain"):
   what is left then says the label: `leaks` flags each fraction at which every
   held-out marked step is removed and the retrained runs still beat chance.
 - How many: k T steps rounded to the nearest whole step (T = 12: 1, 4, 6, 8, 11 for
-  k = 0.1 .. 0.9); tied scores go to the earlier step (pipeline/ties.py), so k = 0.1
+  k = 0.1 .. 0.9); tied scores go to the earlier step (pipeline/core/ties.py), so k = 0.1
   of the `rationale` ranking removes exactly the lesson's marked step.
 - Retraining: runs 1..roar.seeds, each from stream(data.seed + k) with the lesson's
   training (train.epochs, train.lr), on the unmodified data and on every modified set
@@ -52,14 +52,15 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from pipeline import ties
 from pipeline.analysis import faithfulness, stats
 from pipeline.analysis.explainers import explain
 from pipeline.analysis.seed_study import train_sets
 from pipeline.config import Config, FaithfulnessConfig
-from pipeline.config.checks import check_roar_fractions, removed_count
+from pipeline.core import ties
+from pipeline.core.errors import ConfigError
+from pipeline.core.ranking import order_positions
 from pipeline.data import reading_columns, split_frame
-from pipeline.errors import ConfigError
+from pipeline.experiments.roar.config import check_fractions, removed_count
 from pipeline.models import frames
 from pipeline.models.parameters import Params
 
@@ -73,7 +74,7 @@ MODEL_FREE = "model_free"  # the rankings that read no model, beside each rankin
 
 def top_mask(scores: torch.Tensor, count: int) -> torch.Tensor:
     """Bool (..., T): each row's `count` highest-scoring steps, a tie to the earlier step."""
-    positions = faithfulness.order_positions(ties.descending_order(scores))
+    positions = order_positions(ties.descending_order(scores))
     return positions < count
 
 
@@ -341,7 +342,7 @@ def summary(
 def run(cfg: Config, frame: pd.DataFrame, lesson: pd.DataFrame) -> dict:
     """The whole test: rankings of the lesson's runs (`lesson`: the parameters table,
     one row per train.seeds run), masks, retraining, metrics.json."""
-    check_roar_fractions(cfg)
+    check_fractions(cfg)
     # Training and held-out sequences only: the validation split trains and scores nothing.
     used = frame[frame["split"].isin(["train", "heldout"])].reset_index(drop=True)
     masks = ranking_masks(cfg, used, lesson)

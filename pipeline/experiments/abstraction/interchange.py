@@ -39,13 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from pipeline import ties
 from pipeline.analysis import stats
-from pipeline.errors import DivergenceError
+from pipeline.core import ties
+from pipeline.core.errors import DivergenceError
+from pipeline.core.precision import DECIMALS, settle
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.models.threads import check_stopped
-from pipeline.precision import DECIMALS, settle
 
 
 def context_vectors(params: Params, inputs: torch.Tensor) -> torch.Tensor:
@@ -168,7 +168,7 @@ def fit(
     full-batch Adam on the sum over runs of each run's mean binary cross-entropy, so
     each run's gradient is its own (Adam is elementwise). The model stays fixed.
 
-    Every step's map is settled at the written precision (pipeline/precision.py), as
+    Every step's map is settled at the written precision (pipeline/core/precision.py), as
     the debate's training is: the non-linear map's fit amplifies a last bit into
     another map (docs/field.md, "A chaotic fit"), so another CPU's last bits must not
     outlive a step. A map that reaches NaN or inf raises DivergenceError."""
@@ -214,7 +214,7 @@ def interchange_accuracy(
     """IIA over every ordered (base, source) pair of N examples, (S,) twice: over all
     N^2 pairs, and over the pairs whose labels differ (where the intervention must
     flip the output). The counterfactual label is the source's label; the output is
-    logit > 0 beyond a tie (pipeline/ties.py). Contexts (S, N, d), labels (N,)."""
+    logit > 0 beyond a tie (pipeline/core/ties.py). Contexts (S, N, d), labels (N,)."""
     with torch.no_grad():
         logits = intervened_logits(params, phi, context[:, :, None], context[:, None])
     correct = ties.above(logits, 0.0) == (labels[None, None, :] > 0.5)  # (S, base, source)

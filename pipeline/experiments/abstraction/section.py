@@ -15,6 +15,8 @@ MAP_NAMES = {"linear": "rotation (DAS)", "nonlinear": "rotation + RevNet"}
 CONDITION_NAMES = {"trained": "trained", "random": "at init (random)"}
 SHOWN = 3  # the random runs the reading names, most "implementing" first
 
+PLACE = 3  # report.md: the last of the field's tests
+
 
 def iia_table(document: dict) -> pd.DataFrame:
     rows = []
@@ -137,7 +139,7 @@ def chaos_reading(document: dict) -> str:
     )
 
 
-def abstraction_section(document: dict) -> str:
+def section(document: dict) -> str:
     """The section "Causal abstraction": the table, then the reading."""
     table = tables.markdown(iia_table(document), index=False, disable_numparse=True)
     return "\n\n".join(
@@ -153,3 +155,20 @@ def abstraction_section(document: dict) -> str:
             "\n".join(reading(document)),
         ]
     )
+
+
+def iia_means(document: dict) -> dict[str, float | None]:
+    """The abstraction stage's mean IIA per condition (trained, random) and map, over
+    the stable runs: a run whose IIA a nudge of the map's start moves (a chaotic fit,
+    docs/field.md) does not decide a headline; left out where no run is stable."""
+    return {
+        f"iia_{condition}_{name}": entry["stable"][f"iia_{name}"]
+        for condition, entry in document["conditions"].items()
+        for name in ("linear", "nonlinear")
+        if entry["stable"][f"iia_{name}"] is not None
+    }
+
+
+def headline(document: dict) -> dict:
+    """The mean IIA per condition and map, over the stable runs (`iia_means`)."""
+    return {"abstraction": iia_means(document)}

@@ -1,15 +1,17 @@
-"""Where a kind chosen by config is found: model kinds, tasks and the grid's named
-model variants, by name.
+"""Where a plug-in is found by name: model kinds, tasks, the grid's named model
+variants and the experiments.
 
 Torch-free and importing nothing of the project, so that the config checks a name
 (pipeline/config/checks.py) without loading a model, and the generate stage, which
 only labels sequences, does not depend on pipeline/models/. The modules are
-imported on use: `pipeline.models.kind_module`, `pipeline.tasks.task_module`.
-A test registers a toy kind or task with `register_model` or `register_task`.
+imported on use: `pipeline.models.kind_module`, `pipeline.tasks.task_module`,
+`experiment_part`. A test registers a toy kind, task or experiment with
+`register_model`, `register_task` or `register_experiment`.
 """
 
 from __future__ import annotations
 
+import importlib
 import pkgutil
 from pathlib import Path
 from types import ModuleType
@@ -30,7 +32,7 @@ DEBATE_MAX_HEADS = 4
 def task_modules() -> dict[str, str]:
     """Every module of pipeline/tasks/ is a task, `task.kind` its file name: found by
     file, none imported. The lesson's first, the others by name."""
-    found = pkgutil.iter_modules([str(Path(__file__).parent / "tasks")])
+    found = pkgutil.iter_modules([str(Path(__file__).parents[1] / "tasks")])
     names = sorted((info.name != "lesson", info.name) for info in found if not info.ispkg)
     return {name: f"pipeline.tasks.{name}" for _, name in names}
 
@@ -62,3 +64,27 @@ def register_model(kind: str, module: str | ModuleType, pooling: bool = False) -
 def register_task(kind: str, module: str | ModuleType) -> None:
     """Make `module` (a module or its import path) the task `kind`."""
     TASKS[kind] = module
+
+
+# The experiments (pipeline/experiments/<name>/, docs/architecture.md), in the order
+# of their config groups in params.yaml: each is one folder and one line here.
+EXPERIMENTS: dict[str, str] = {
+    "erasure": "pipeline.experiments.erasure",
+    "abstraction": "pipeline.experiments.abstraction",
+    "roar": "pipeline.experiments.roar",
+}
+
+
+def experiment(name: str) -> ModuleType:
+    """An experiment's package: its DOCUMENT and SHAPE (pipeline/experiments/__init__.py)."""
+    return importlib.import_module(EXPERIMENTS[name])
+
+
+def experiment_part(name: str, part: str) -> ModuleType:
+    """An experiment's module `part` (`config`, `memory`, `report`, ...), imported on use."""
+    return importlib.import_module(f"{EXPERIMENTS[name]}.{part}")
+
+
+def register_experiment(name: str, package: str) -> None:
+    """Make the package `package` (its import path) the experiment `name`."""
+    EXPERIMENTS[name] = package

@@ -28,9 +28,10 @@ from functools import partial
 import torch
 
 from pipeline.analysis import explainers, faithfulness, stats
-from pipeline.analysis.registry import ATTENTION, RANDOM
 from pipeline.config import Config
-from pipeline.field import agreement, erasure
+from pipeline.core import ranking, ties
+from pipeline.core.measures import ATTENTION, RANDOM
+from pipeline.experiments.erasure import agreement, decision_flips
 from pipeline.models.interface import forward
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
@@ -92,18 +93,18 @@ def erasure_values(
 ) -> Values:
     """The erasure test's per-run values: the single erasure on the pooling weights,
     and each ranking's flip curve."""
-    flips = erasure.single_flips(params, inputs)
+    flips = decision_flips.single_flips(params, inputs)
     weights = scores[ATTENTION].abs()
     single = {
-        **erasure.top_and_other(flips, weights),
-        "top_flip_marked": erasure.top_flip_marked(flips, weights, rationale),
-        "rationale_flip": erasure.rationale_flip(flips, rationale, weights.dtype),
+        **decision_flips.top_and_other(flips, weights),
+        "top_flip_marked": decision_flips.top_flip_marked(flips, weights, rationale),
+        "rationale_flip": decision_flips.rationale_flip(flips, rationale, weights.dtype),
     }
     values = {("erasure", "attention", key): run_mean(v) for key, v in single.items()}
     for row, score in scores.items():
-        order = faithfulness.descending_order(score.abs())
-        first = erasure.first_flips(params, inputs, order)
-        curve = erasure.flip_curve(first, order, rationale, weights.dtype)
+        order = ties.descending_order(score.abs())
+        first = decision_flips.first_flips(params, inputs, order)
+        curve = decision_flips.flip_curve(first, order, rationale, weights.dtype)
         values.update({("flip", row, key): run_mean(v) for key, v in curve.items()})
     return values
 
@@ -127,7 +128,7 @@ def agreement_values(scores: dict, rationale: torch.Tensor, top_k: list[int]) ->
         values[("pairs", pair, "spearman")] = run_mean(agreement.spearman(x, y))
         pra.append(agreement.pairwise_rank_agreement(x, y))
         values[("pairs", pair, "pairwise_rank")] = run_mean(pra[-1])
-        misses = [1 - faithfulness.hit_at_1(s.abs(), rationale) for s in (x, y)]
+        misses = [1 - ranking.hit_at_1(s.abs(), rationale) for s in (x, y)]
         both_wrong.append(misses[0] * misses[1])
         same_top.append(agreement.feature_agreement(x, y, 1))
     for row, score in scores.items():

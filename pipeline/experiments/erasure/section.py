@@ -9,6 +9,7 @@ import pandas as pd
 
 from pipeline.reporting import tables
 
+PLACE = 1  # report.md: first of the field's tests
 PAIR_METRICS = ("feature@1", "rank@1", "feature@3", "rank@3", "sign@3", "spearman", "pairwise_rank")
 
 
@@ -179,7 +180,7 @@ def agreement_reading(document: dict) -> str:
     )
 
 
-def erasure_section(document: dict) -> str:
+def section(document: dict) -> str:
     """report.md's section on the erasure stage's tests."""
     seeds = document["study"]["seeds"]
     parts = [
@@ -219,3 +220,23 @@ def erasure_section(document: dict) -> str:
         "",
     ]
     return "\n".join(parts)
+
+
+def headline(document: dict) -> dict:
+    """The erasure stage's headline numbers (reports/erasure/metrics.json), study means:
+    `erasure` (the top-weight step's flips against a random other step's), `flip`
+    (attention's and the random ranking's share of steps erased at the first flip) and
+    `agreement` (r between a pair's agreement and both explainers missing the rationale)."""
+    study = document["study"]
+    single, flips = study["erasure"]["attention"], study["flip"]
+    return {
+        "erasure": {key: single[key]["mean"] for key in ("top_flip", "other_flip")},
+        "flip": {
+            f"{row}_removed": flips[row]["removed"]["mean"] for row in ("attention", "random")
+        },
+        "agreement": {
+            "r_pairwise_rank_both_wrong": study["disagreement"]["pairs"][
+                "r_pairwise_rank_both_wrong"
+            ]["mean"]
+        },
+    }

@@ -1,4 +1,4 @@
-"""Stage roar: remove and retrain (pipeline/field/roar.py, docs/field.md).
+"""Stage roar: remove and retrain (pipeline/experiments/roar/retrain.py, docs/field.md).
 
 Each explainer of the lesson's runs (train.seeds), the task's rationale and a random
 ranking remove the top roar.fractions of every sequence's steps; runs 1..roar.seeds
@@ -9,22 +9,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline import provenance
-from pipeline.config import load_params
-from pipeline.config.checks import check_roar_fractions
-from pipeline.field import roar
-from pipeline.files import read_parquet, write_json
+from pipeline.config import load_params, provenance
+from pipeline.core.files import read_parquet, write_json
+from pipeline.experiments.roar import retrain
+from pipeline.experiments.roar.config import check_fractions
 from pipeline.memory import check_memory
 from pipeline.stages import entry
 
 
 def main() -> None:
     cfg = load_params()
-    check_roar_fractions(cfg)  # each removes its own number of steps: before any work
+    check_fractions(cfg)  # each removes its own number of steps: before any work
     check_memory(cfg)  # before any work: the largest stage of this config fits
     provenance.verify_inputs(cfg, "roar")
     frame = read_parquet(cfg.paths.sequences)
-    document = roar.run(cfg, frame, read_parquet(cfg.paths.parameters))
+    document = retrain.run(cfg, frame, read_parquet(cfg.paths.parameters))
     with provenance.publishing(cfg, "roar"):
         write_json(Path(cfg.paths.roar) / "metrics.json", document)
     drops = ", ".join(

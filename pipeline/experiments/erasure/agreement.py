@@ -19,15 +19,15 @@ scores magnitudes only is positive everywhere). top_k(a) holds a's k first steps
 Against the true rationale R (a set, not an order: `rationale_*`): FA at k = |R|
 (the share of R in a's top-|R|), Spearman against R's indicator (1 on R, 0 elsewhere,
 ties averaged), and PRA over the pairs R orders (one step in R, one outside).
-Comparisons go through `pipeline.ties`, so float noise never moves a rank.
+Comparisons go through `pipeline.core.ties`, so float noise never moves a rank.
 """
 
 from __future__ import annotations
 
 import torch
 
-from pipeline import ties
-from pipeline.analysis.faithfulness import order_positions, rationale_mask
+from pipeline.core import ties
+from pipeline.core.ranking import order_positions, rationale_mask
 
 
 def top_k(attributions: torch.Tensor, k: int) -> torch.Tensor:

@@ -2,7 +2,7 @@
 
 An erased step leaves the pooling softmax and the other weights renormalise
 (`interface.forward`'s `dropped` mask: the lesson's step ablation). The decision is
-logit > 0, beyond a tie (`pipeline.ties.above`).
+logit > 0, beyond a tie (`pipeline.core.ties.above`).
 
 - Single erasure: erase the top-weight step (first max on ties) and record whether the
   decision flips; the reference is a random *other* step, whose flip probability is
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import torch
 
-from pipeline import ties
-from pipeline.analysis.faithfulness import order_positions, rationale_mask, top_k_masks
+from pipeline.core import ties
+from pipeline.core.ranking import order_positions, rationale_mask, top_k_masks
 from pipeline.models.interface import forward
 from pipeline.models.parameters import Params
 

@@ -1,0 +1,1 @@
+"""The primitives every other folder stands on; they import nothing above them."""
