@@ -4,7 +4,7 @@ parameter by one ulp, before it is settled, change a committed output?
     python benchmarks/bench_bytes.py [--trials 2000] [--study-trials 50]
 
 Another CPU or kernel path moves what training computes in its last bits; the
-pipeline settles the parameters at 8 decimals (pipeline/precision.py) and writes
+pipeline settles the parameters at 8 decimals (pipeline/core/precision.py) and writes
 every value at 8 decimals, so such a move reaches an output only when a value sits
 within a few ulp of a rounding boundary. This counts, over trials, each with every
 parameter moved one ulp up or down at random: the lesson's parameters file,
@@ -22,10 +22,11 @@ import time
 
 import torch
 
-from pipeline import data, precision
+from pipeline import data
 from pipeline.analysis import seed_study
 from pipeline.config import compose, validate
-from pipeline.files import parquet_bytes
+from pipeline.core import precision
+from pipeline.core.files import parquet_bytes
 from pipeline.models import frames, interface
 from pipeline.models import train as training
 from pipeline.models.parameters import to_flat

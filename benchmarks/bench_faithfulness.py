@@ -21,8 +21,9 @@ import pandas as pd
 import torch
 
 from pipeline import data
-from pipeline.analysis import explainers, faithfulness, registry, sanity
+from pipeline.analysis import explainers, faithfulness, sanity
 from pipeline.config import Config, compose, validate
+from pipeline.core import measures
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.train import train
@@ -60,9 +61,9 @@ def print_table(document: dict) -> None:
     }
     for seed, rows in document.items():
         print(f"\nseed {seed}")
-        print(f"{'explainer':<22}" + "".join(f"{short[m]:>9}" for m in registry.SCORES))
+        print(f"{'explainer':<22}" + "".join(f"{short[m]:>9}" for m in measures.SCORES))
         for row, values in rows.items():
-            print(f"{row:<22}" + "".join(f"{values[m]:>9.4f}" for m in registry.SCORES))
+            print(f"{row:<22}" + "".join(f"{values[m]:>9.4f}" for m in measures.SCORES))
 
 
 def main() -> None:

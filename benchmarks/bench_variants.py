@@ -21,8 +21,8 @@ import torch
 
 from pipeline.analysis import seed_study
 from pipeline.config import compose, validate
+from pipeline.core.kinds import MODEL_KINDS as KINDS
 from pipeline.data import generate
-from pipeline.kinds import MODEL_KINDS as KINDS
 from pipeline.models.interface import parameter_count
 from pipeline.stages import evaluate
 from pipeline.stages import generate as generate_stage
