@@ -15,11 +15,17 @@ Rows (float64, `--epochs` epochs, the lesson's 360 training sequences):
 Columns: the device's seconds and seeds/s; the CPU's seconds for the same work and
 the ratio CPU / device. A `train` row with more than `--cpu-max-seeds` runs times the
 CPU on that many and scales linearly (marked `~`: training is linear in runs). Then
-the kernel's achieved float64 rate, its fraction of the device's peak, and the same
-for memory bandwidth: flops and bytes counted by hand in the kernels' modules
-(`FusedTraining.flops`, `cuda_launch.dram_bytes`), so the fractions say how far the
-kernel is from its bound, not what a profiler counts. The peaks come from `PEAKS` by
-the device's name, or from `--peak-gflops` and `--peak-gbs`.
+the kernel's achieved float64 rate and its fraction of the device's peak, and the same
+for memory bandwidth. The flops are counted on the compiled code: the kind's kernel,
+compiled to PTX as `python -m pipeline cuda-check` compiles it, is run for one thread
+on the CPU by `pipeline/models/ptx_count.py`, which counts every float64 add, sub, mul,
+fma (2 flops), div, rcp, sqrt, min and max it executes, over 8 examples and one epoch
+against none (`cuda_check.fp64_counts`): loops, their unrolling and libdevice's
+branches are counted as they run. A `fp64 <kind>` line before the kind's first row
+gives the count per example and epoch beside the hand count (`FusedTraining.flops`).
+A PTX division counts as one flop (several DFMA in SASS): the share is a lower bound
+where a kernel divides. The bytes are counted by hand (`cuda_launch.dram_bytes`). The
+peaks come from `PEAKS` by the device's name, or from `--peak-gflops` and `--peak-gbs`.
 
 Before a kind's first row on a device, a `compile <kind>` line gives the seconds of
 one untimed epoch of two runs: numba compiles the kind's kernel there (a kernel a
@@ -101,11 +107,57 @@ def train_row(cfg: Config, seeds: int, device: torch.device, epochs: int):
     counts = None
     if fused is not None:
         examples, steps = inputs.shape[:2]
-        flops = seeds * epochs * examples * fused.flops(params)
+        per_run = compiled_fp64(cfg, examples)
+        flops = None if per_run is None else seeds * epochs * per_run.flops(examples)
         size = sum(t[0].numel() for t in params.tensors())
         counts = flops, cuda_launch.dram_bytes(seeds, size, epochs, examples, steps)
     # check=False: a diverging run is timed like the others, not an error here
     return lambda: train.train(params, inputs, labels, epochs, cfg.train.lr, False), counts
+
+
+_FP64: dict = {}
+
+
+def compiled_fp64(cfg: Config, examples: int):
+    """The float64 instructions the kind's compiled kernel executes
+    (`cuda_check.fp64_counts`: its PTX run for one thread on the CPU), once a kind;
+    None, with a line saying why, where it cannot be compiled here (the simulator)."""
+    key = (repr(cfg.model), cfg.data.steps)
+    if key not in _FP64:
+        from pipeline.models import cuda_check
+
+        shape = cuda_check.Shape(cfg.model.kind, cfg.model, cfg.data.steps, examples)
+        try:
+            counted = cuda_check.fp64_counts(shape)
+        except Exception as error:  # noqa: BLE001 - the rate columns show '-'
+            print(
+                f"{'fp64 ' + cfg.model.kind:>22} not counted: {type(error).__name__}: "
+                f"{cuda_launch.one_line(error, 200)}",
+                flush=True,
+            )
+            counted = None
+        else:
+            hand = fused_hand_flops(cfg)
+            print(
+                f"{'fp64 ' + cfg.model.kind:>22} {counted.per_example.instructions} float64 "
+                f"instructions ({counted.per_example.flops} flops, "
+                f"{counted.per_example.divisions} div/rcp) per example and epoch, "
+                f"{counted.per_epoch.flops} flops per epoch; hand count {hand} flops",
+                flush=True,
+            )
+        _FP64[key] = counted
+    return _FP64[key]
+
+
+def fused_hand_flops(cfg: Config) -> int | None:
+    """The kind's hand count of flops per example and epoch (`FusedTraining.flops`)."""
+    params = interface.init_params(0, [1], cfg.model, cfg.data.steps, torch.float64)
+    inputs = torch.zeros(1, cfg.data.steps, 2, dtype=torch.float64)
+    from pipeline.models import cuda_check
+
+    with cuda_check.planning():
+        fused = interface.fused_training(params, inputs, torch.zeros(1, dtype=torch.float64))
+    return None if fused is None else fused.flops(params)
 
 
 def warm(cfg: Config, device: torch.device, warmed: set, column: str) -> None:

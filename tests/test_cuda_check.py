@@ -165,3 +165,37 @@ def test_gpu_compile_where_no_ptxas_is_found_the_command_says_so_in_one_line(mon
     said = str(exited.value.code)
     assert said == f"error: cannot compile the CUDA kernels here: {missing}"
     assert "\n" not in said
+
+
+def test_gpu_compile_tools_come_from_the_wheels_where_the_machine_has_none(tmp_path, monkeypatch):
+    """No toolkit on the machine: ptxas, libNVVM, libdevice and the CUDA runtime come
+    from NVIDIA's wheels (the dev lock's cuda-toolkit[nvcc], under `nvidia/cu13`), and
+    numba's path decision names them; where neither has them, nothing is found."""
+    from numba.cuda import cuda_paths
+
+    from pipeline.models import cuda_tools
+
+    wheel = tmp_path / "nvidia" / "cu13"
+    files = ["lib/libnvvm.so.4", "lib/libcudart.so.13", "nvvm/libdevice/libdevice.10.bc"]
+    for name in [*files, "bin/ptxas"]:
+        (wheel / name).parent.mkdir(parents=True, exist_ok=True)
+        (wheel / name).write_bytes(b"")
+    (wheel / "bin" / "ptxas").chmod(0o755)
+    monkeypatch.setattr(cuda_tools, "wheel_folders", lambda: [tmp_path / "nvidia"])
+    monkeypatch.setattr(cuda_tools, "system_ptxas", lambda: None)
+    monkeypatch.setattr(cuda_tools, "system_nvvm", lambda: False)
+    decided = {"nvvm": None, "libdevice": None, "cudalib_dir": None}
+    monkeypatch.setattr(cuda_paths, "get_cuda_paths", lambda: decided)
+    cuda_tools.use_wheel_nvvm.cache_clear()
+    try:
+        assert cuda_tools.ptxas() == str(wheel / "bin" / "ptxas")
+        assert cuda_tools.use_wheel_nvvm() == "wheel"
+        assert decided["nvvm"].info == str(wheel / "lib" / "libnvvm.so.4")
+        assert decided["libdevice"].info == str(wheel / "nvvm/libdevice/libdevice.10.bc")
+        assert decided["cudalib_dir"].info == str(wheel / "lib")
+        monkeypatch.setattr(cuda_tools, "wheel_folders", lambda: [])
+        cuda_tools.use_wheel_nvvm.cache_clear()
+        assert cuda_tools.ptxas() is None
+        assert cuda_tools.use_wheel_nvvm() == "none"
+    finally:
+        cuda_tools.use_wheel_nvvm.cache_clear()

@@ -76,8 +76,16 @@ def test_lock_is_fully_hashed_and_leaves_torch_to_its_own_file(lock):
         assert PIN.match(entry) and "--hash=sha256:" in entry, entry.splitlines()[0]
     assert "torch" not in pins(lock)
     assert list(pins("requirements-torch.txt")) == ["torch"]
-    # CUDA-only packages come with a CUDA build of torch, never from the lock.
-    assert not [name for name in pins(lock) if name.startswith(("nvidia-", "triton"))]
+    # CUDA-only packages come with a CUDA build of torch, never from the lock; but the
+    # dev lock's compiler for the gpu_compile tests (cuda-toolkit[nvcc]: libNVVM and
+    # ptxas where a machine has no CUDA toolkit), at torch's CUDA build's pins.
+    compiler = {"nvidia-cuda-nvcc", "nvidia-nvvm", "nvidia-cuda-crt", "nvidia-cuda-runtime"}
+    cuda = {name for name in pins(lock) if name.startswith(("nvidia-", "triton"))}
+    assert cuda == (compiler if lock == "requirements-dev.lock" else set())
+    torch_cuda = pins("requirements-torch-cuda.lock")
+    for name in (cuda | {"cuda-toolkit"}) & set(pins(lock)):
+        if name in torch_cuda:
+            assert pins(lock)[name] == torch_cuda[name], name
 
 
 def test_ci_and_the_readme_install_from_the_locks():
@@ -123,7 +131,11 @@ def test_torch_and_its_cuda_packages_are_pinned_with_hashes(name):
         assert found[0].count("--hash=sha256:") > 2  # every build, not one
     else:
         names = set(pins(name))
-        assert "torch" not in names and not names & set(pins("requirements-dev.lock"))
+        dev = pins("requirements-dev.lock")
+        # shared only with the dev lock's CUDA compiler (cuda-toolkit[nvcc]), same pins
+        assert "torch" not in names
+        assert names & set(dev) <= {"cuda-toolkit", "nvidia-cuda-runtime"}
+        assert all(pins(name)[n] == dev[n] for n in names & set(dev))
         assert any(n.startswith("nvidia-") for n in names)
 
 

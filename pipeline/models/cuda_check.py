@@ -25,13 +25,12 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from types import SimpleNamespace
@@ -39,7 +38,7 @@ from types import SimpleNamespace
 import torch
 
 from pipeline.core.errors import PipelineError
-from pipeline.models import cuda_launch, interface
+from pipeline.models import cuda_launch, cuda_tools, interface, ptx_count
 from pipeline.models.parameters import CHANNELS, to_flat
 
 CAPABILITIES = ((8, 0), (9, 0))  # A100; H100 and H200
@@ -66,27 +65,30 @@ class Shape:
 
 
 def ptxas() -> str | None:
-    """CUDA's assembler: on PATH, else under CUDA_HOME or /usr/local/cuda."""
-    found = shutil.which("ptxas")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "ptxas").is_file():
-            return str(Path(root) / "bin" / "ptxas")
-    return None
+    """CUDA's assembler: the machine's, else the dev lock's wheel's
+    (`cuda_tools.ptxas`)."""
+    return cuda_tools.ptxas()
 
 
 def missing_toolchain() -> str | None:
-    """Why the kernels cannot be compiled here (no libNVVM or no ptxas), or None."""
+    """Why the kernels cannot be compiled here (no libNVVM or no ptxas, neither the
+    machine's nor a wheel's: `cuda_tools`), or None. Points numba at a wheel's
+    libNVVM where the machine has none."""
     try:
         from numba.cuda.cudadrv import nvvm
 
-        if not nvvm.is_available():
-            return "numba finds no libNVVM (the CUDA toolkit's, CUDA_HOME or /usr/local/cuda)"
+        source = cuda_tools.use_wheel_nvvm()
+        if source == "none" or not nvvm.is_available():
+            return (
+                "numba finds no libNVVM and libdevice (no CUDA toolkit: CUDA_HOME, "
+                "/usr/local/cuda, the system loader; no nvidia-nvvm wheel)"
+            )
     except Exception as error:  # noqa: BLE001 - any failure means: not here
         return f"numba.cuda does not load ({type(error).__name__}: {error})"
     if ptxas() is None:
-        return "no ptxas on PATH, under CUDA_HOME or /usr/local/cuda"
+        return (
+            "no ptxas (not on PATH, under CUDA_HOME or /usr/local/cuda; no nvidia-cuda-nvcc wheel)"
+        )
     return None
 
 
@@ -160,13 +162,21 @@ REPORT = re.compile(
 
 
 @cache
+def ptx_of(kernel, signature: tuple, capability: tuple[int, int]) -> str:
+    """`kernel`'s PTX for `signature` and `capability` (numba's libNVVM), once a process."""
+    from numba import cuda
+
+    cuda_tools.use_wheel_nvvm()
+    with device_functions_for(capability):
+        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=capability)
+    return ptx
+
+
+@cache
 def compiled(kernel, signature: tuple, capability: tuple[int, int]) -> Compiled:
     """`kernel` compiled for `signature` and `capability` (PTX by numba's libNVVM, SASS
     by ptxas), once a process."""
-    from numba import cuda
-
-    with device_functions_for(capability):
-        ptx, _ = cuda.compile_ptx(kernel.py_func, signature, cc=capability)
+    ptx = ptx_of(kernel, signature, capability)
     arch = "sm_{}{}".format(*capability)
     with tempfile.TemporaryDirectory() as folder:
         source = Path(folder) / "kernel.ptx"
@@ -185,6 +195,44 @@ def check(shape: Shape, capability: tuple[int, int]) -> Compiled:
     """The shape's real kernel, compiled for `capability` (raises where it does not)."""
     kernel, arguments = kernel_and_arguments(shape)
     return compiled(kernel, cuda_launch.signature(arguments), capability)
+
+
+@dataclass(frozen=True)
+class Fp64:
+    """The float64 instructions one run's thread executes in the compiled kernel
+    (`ptx_count`): per example and epoch, and per epoch outside the examples loop."""
+
+    per_example: ptx_count.Counts
+    per_epoch: ptx_count.Counts
+
+    def flops(self, examples: int) -> int:
+        """Float64 flops of one run's epoch over `examples` examples."""
+        return examples * self.per_example.flops + self.per_epoch.flops
+
+
+def fp64_counts(
+    shape: Shape, capability: tuple[int, int] = (9, 0), examples: int = 8, seed: int = 0
+) -> Fp64:
+    """The shape's real kernel, compiled to PTX for `capability`, run for one thread on
+    the CPU (`ptx_count.execute`) over `examples` examples drawn from a standard normal
+    (labels 0 or 1) for one epoch, against none and against no epoch: the executed
+    float64 instructions per example and epoch (their mean over the examples: libdevice's
+    exp and log1p branch on their argument) and per epoch outside the examples loop."""
+
+    def executed(n: int, epochs: int) -> ptx_count.Counts:
+        kernel, arguments = kernel_and_arguments(replace(shape, examples=n), epochs=1)
+        generator = torch.Generator().manual_seed(seed)
+        inputs, labels = arguments[1], arguments[2]
+        inputs[...] = torch.randn(inputs.shape, generator=generator, dtype=torch.float64).numpy()
+        labels[...] = torch.randint(0, 2, labels.shape, generator=generator).numpy()
+        arguments = (*arguments[:-5], 0, epochs, *arguments[-3:])
+        ptx = ptx_of(kernel, cuda_launch.signature(arguments), capability)
+        return ptx_count.execute(ptx, arguments)
+
+    none = executed(0, 1)
+    every = executed(examples, 1).minus(none)
+    mean = ptx_count.Counts({op: round(n / examples) for op, n in every.ops.items()})
+    return Fp64(mean, none.minus(executed(0, 0)))
 
 
 def line(variant: str, capability: tuple[int, int], result: Compiled | BaseException) -> str:

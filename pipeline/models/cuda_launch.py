@@ -52,7 +52,8 @@ class FusedTraining:
     shape (one a shape a process: `cuda_pooling.pooling_kernel`) and the data it reads
     beside them; called, (params, epochs, lr) -> trained params, loss and accuracy.
     `flops`: its float operations per (run, epoch, example), counted by hand in the
-    kernel's module (benchmarks/bench_gpu.py reads them)."""
+    kernel's module (benchmarks/bench_gpu.py prints them beside the count on the
+    compiled code, `cuda_check.fp64_counts`)."""
 
     kernel: Callable[[Params], tuple[Callable, tuple[torch.Tensor, ...]]]
     flops: Callable[[Params], int]
@@ -143,6 +144,9 @@ def compile_kernel(kernel, arguments: tuple, device: torch.device) -> None:
     """numba compiles `kernel` for the arguments' types on the current GPU (its launches
     then find that code); nothing to do under the simulator (a CPU device)."""
     if device.type == "cuda":
+        from pipeline.models import cuda_tools
+
+        cuda_tools.use_wheel_nvvm()  # a wheel's libNVVM where the machine has none
         kernel.compile(signature(arguments))
 
 
