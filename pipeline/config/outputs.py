@@ -19,12 +19,13 @@ from pipeline.config.schema import (
     TRACKED_STATE,
     Config,
 )
+from pipeline.core.kinds import EXPERIMENTS, experiment_part
 
 NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below its own
 # paths.* that are folders
 FOLDER_KEYS = (
-    "figures", "provenance", "grid", "next_lesson", "debate", "debate_figures", "erasure",
-    "abstraction", "roar",
+    "figures", "provenance", "grid", "next_lesson", "debate", "debate_figures",
+    *(key for name in EXPERIMENTS for key in experiment_part(name, "config").FOLDERS),
 )  # fmt: skip
 
 

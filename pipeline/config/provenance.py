@@ -33,7 +33,7 @@ from pipeline.config.outputs import FOLDER_KEYS
 from pipeline.core import numerics
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import all_or_none, read_json, require, write_json
-from pipeline.core.kinds import EXPERIMENTS, experiment
+from pipeline.core.kinds import EXPERIMENTS, experiment, experiment_part
 
 PIPELINE_FILE = "dvc.yaml"
 
@@ -272,17 +272,22 @@ def check_document_shape(stage: str, path: Path, document: Any) -> None:
     )
 
 
-def experiment_documents(cfg: Config) -> dict[str, Any]:
-    """Each experiment's document by name, None where its stage has not run (the report
+def experiment_results(cfg: Config) -> dict[str, Any]:
+    """Each experiment's results by name, None where its stage has not run (the report
     and track stages show what there is; a stale one is refused by verify_inputs,
-    since the folder is their dep), each of its stage's shape."""
-    documents = {}
+    since the outputs are their deps): its DOCUMENT, of its SHAPE, or what its
+    results module reads."""
+    results = {}
     for name in EXPERIMENTS:
-        path = Path(getattr(cfg.paths, name)) / experiment(name).DOCUMENT
-        documents[name] = read_json(path) if path.exists() else None
-        if documents[name] is not None:
-            check_document_shape(name, path, documents[name])
-    return documents
+        package = experiment(name)
+        if not hasattr(package, "DOCUMENT"):
+            results[name] = experiment_part(name, "results").read(cfg)
+            continue
+        path = Path(getattr(cfg.paths, name)) / package.DOCUMENT
+        results[name] = read_json(path) if path.exists() else None
+        if results[name] is not None:
+            check_document_shape(name, path, results[name])
+    return results
 
 
 def verify_inputs(cfg: Config, stage: str) -> None:

@@ -231,11 +231,15 @@ def _experiment_settings() -> dict[str, Any]:
     return {name: experiment_part(name, "config") for name in EXPERIMENTS}
 
 
-# An experiment's settings are its own group; its output folder is paths.<name>.
+# An experiment's settings are its own group; its outputs' paths are under paths.
 _EXPERIMENTS = _experiment_settings()
 PathsConfig = make_dataclass(
     "PathsConfig",
-    [(name, str, field(default=config.FOLDER)) for name, config in _EXPERIMENTS.items()],
+    [
+        (key, str, field(default=path))
+        for config in _EXPERIMENTS.values()
+        for key, path in config.PATHS.items()
+    ],
     bases=(BasePaths,),
 )
 # The config groups that shape a number; paths and tracking settings do not.

@@ -2,21 +2,25 @@
 EXPERIMENTS (docs/architecture.md has a worked example).
 
 The frameworks (the config, the memory bound, the report, headline.json, tracking,
-provenance) import none of them: they look each one up by name and read what its
-folder declares.
+provenance, dvc.yaml's code deps) import none of them: they look each one up by name
+and read what its folder declares.
 
-- `__init__.py`: `DOCUMENT`, the file the stage writes in its folder (`paths.<name>`)
-  that the report and tracking read, and `SHAPE`, its top-level keys and JSON types
-  (a document of another shape is refused in one line).
+- `__init__.py`: what the report and tracking read of its outputs, the results:
+  `DOCUMENT`, a JSON file in the folder `paths.<name>`, and `SHAPE`, its top-level
+  keys and JSON types (a document of another shape is refused in one line); or,
+  where the results are more than one file, no DOCUMENT and a `results.py` whose
+  `read(cfg)` returns them (None where the stage has not run).
 - `config.py` (imports no torch): `Settings`, the dataclass of the `<name>:` group of
-  params.yaml with every default, declared once; `FOLDER`, the default of
-  `paths.<name>`; `RANGES` and `RELATIVE`, each numeric key's range (a `Range`) or its
-  range in words; `check_settings(cfg)`, the checks across keys.
-- `memory.py`: `terms(cfg)`, the stage's dominant allocations (`MemoryTerm`s).
-- `section.py` (imports no torch): `PLACE`, where its section stands among the
-  experiments' in report.md; `section(document)`, its markdown;
-  `headline(document)`, its entries of reports/headline.json.
-- `tracked.py`: `parent_metrics(document)` and `run_metrics(document, seed)`, its
+  params.yaml with every default, declared once; `PATHS`, its outputs' keys under
+  `paths.` with their defaults, and `FOLDERS`, those that are folders; `RANGES` and
+  `RELATIVE`, each numeric key's range (a `Range`) or its range in words;
+  `check_settings(cfg)`, the checks across keys.
+- `memory.py`: `stage_terms(cfg)`, each of its stages' dominant allocations
+  (`MemoryTerm`s) by the stage's name in dvc.yaml.
+- `section.py` (imports no torch): `SECTIONS`, its sections of report.md as (place,
+  function of the results -> markdown), placed among every experiment's by place;
+  `headline(results)`, its entries of reports/headline.json.
+- `tracked.py`: `parent_metrics(results)` and `run_metrics(results, seed)`, its
   numbers on the MLflow parent run and on each lesson run's child.
 - `stage.py`: the DVC stage (`python -m pipeline.experiments.<name>.stage`).
 - its computations, pure functions over tensors, one module per idea.

@@ -20,8 +20,8 @@ PYTHON_FLOAT_BYTES = 32  # an init value is drawn as a Python float, then kept
 PROCESS_BYTES = 480 * 2**20
 LIGHT_STAGES = ("generate",)
 THREADS_BYTES = 200 * 2**20
-# stages whose work runs on our threads
-TRAINING_STAGES = ("study", "faithfulness")  # and every experiment's
+# the stages whose work does not run on our threads (every other stage's does)
+UNTHREADED_STAGES = ("generate", "train", "evaluate", "report")
 # The faithfulness stage runs the battery over every study seed, 16 at a time:
 # glibc's heap grows over its many chunks, which the fit of one pair
 # (battery_values) does not see (measured on one thread, benchmarks/bench_memory.py:

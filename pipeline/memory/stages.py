@@ -22,7 +22,7 @@ from pipeline.memory.sizes import (
     MANY_CHUNKS_HEAP,
     PROCESS_BYTES,
     THREADS_BYTES,
-    TRAINING_STAGES,
+    UNTHREADED_STAGES,
 )
 from pipeline.memory.study import study_terms
 
@@ -52,8 +52,8 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
         ],
         "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
     }
-    for name in EXPERIMENTS:  # each experiment's own terms (its memory module)
-        stages[name] = experiment_part(name, "memory").terms(cfg)
+    for name in EXPERIMENTS:  # each experiment's stages (its memory module)
+        stages.update(experiment_part(name, "memory").stage_terms(cfg))
     for name, cell in cfg.grid.cells.items():
         stages[f"grid@{name}"] = grid_cell_terms(cfg, cell.task, cell.variant)
     for name, cell in cfg.debate.cells.items():
@@ -66,7 +66,7 @@ def stage_bytes(stage: str, terms: list[MemoryTerm]) -> int:
     trains or explains, what it keeps throughout, and its largest phase (training,
     then the battery: a grid cell frees the one, and returns the freed heap to the
     kernel (`processes.release_freed_memory`), before the other starts)."""
-    trains = stage in (*TRAINING_STAGES, *EXPERIMENTS) or stage.startswith(("grid@", "debate@"))
+    trains = stage not in UNTHREADED_STAGES
     threads = THREADS_BYTES if trains else 0
     kept = sum(term.bytes for term in terms if not term.phase)
     phases: dict[str, int] = {}

@@ -129,13 +129,14 @@ Section = Callable[[ReportInputs], list[str]]
 
 
 def experiments(inputs: ReportInputs) -> list[str]:
-    """Each experiment's section where its stage ran, in their `PLACE` order."""
-    ran = [
-        (experiment_part(name, "section"), document)
+    """Each experiment's sections where its stage ran, in their places' order."""
+    placed = [
+        (place, section, document)
         for name, document in inputs.experiments.items()
         if document is not None
+        for place, section in experiment_part(name, "section").SECTIONS
     ]
-    return [module.section(document) for module, document in sorted(ran, key=lambda r: r[0].PLACE)]
+    return [section(document) for _, section, document in sorted(placed, key=lambda p: p[0])]
 
 
 def suppressors(inputs: ReportInputs) -> list[str]:

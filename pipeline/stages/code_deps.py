@@ -23,14 +23,16 @@ from pathlib import Path
 from pipeline.core.kinds import EXPERIMENTS, MODEL_KINDS
 from pipeline.core.paths import PROJECT_ROOT
 
-# The frameworks that look experiments up by name, and the part of each they load.
+# The frameworks that look experiments up by name, and the parts of each they load
+# (a part an experiment does not have is skipped).
 EXPERIMENT_READERS = {
-    "pipeline.config.schema": "config",
-    "pipeline.memory.stages": "memory",
-    "pipeline.reporting.report": "section",
-    "pipeline.reporting.headline": "section",
-    "pipeline.tracking.runs": "tracked",
-    "pipeline.config.provenance": "",  # the package: DOCUMENT and SHAPE
+    "pipeline.config.schema": ("config",),
+    "pipeline.config.outputs": ("config",),
+    "pipeline.memory.stages": ("memory",),
+    "pipeline.reporting.report": ("section",),
+    "pipeline.reporting.headline": ("section",),
+    "pipeline.tracking.runs": ("tracked",),
+    "pipeline.config.provenance": ("", "results"),  # DOCUMENT and SHAPE, or read(cfg)
 }
 FILE_BY_FILE = ("pipeline/stages/", "pipeline/experiments/")
 CODE_LINE = re.compile(r"^(\s*)- pipeline/\S*\n", re.M)
@@ -62,10 +64,8 @@ def found_by_name(module: str) -> list[str]:
     each experiment's part where a framework that reads it is."""
     if module == "pipeline.models":
         return [kind for kind in MODEL_KINDS.values() if isinstance(kind, str)]
-    if module in EXPERIMENT_READERS:
-        part = EXPERIMENT_READERS[module]
-        return [f"{package}.{part}".rstrip(".") for package in EXPERIMENTS.values()]
-    return []
+    parts = EXPERIMENT_READERS.get(module, ())
+    return [f"{package}.{part}".rstrip(".") for package in EXPERIMENTS.values() for part in parts]
 
 
 def import_closure(module: str, root: Path = PROJECT_ROOT) -> set[str]:

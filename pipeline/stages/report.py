@@ -112,7 +112,7 @@ def cell_inputs(cfg: Config) -> dict:
         "grid_images": folder_images(cfg, cfg.paths.next_lesson) if grid else [],
         "debate_cells": debate,
         "debate_images": folder_images(cfg, cfg.paths.debate_figures) if debate else [],
-        "experiments": provenance.experiment_documents(cfg),
+        "experiments": provenance.experiment_results(cfg),
     }
 
 
@@ -148,7 +148,7 @@ def main() -> None:
         write_csv(cfg.paths.step_weights, weights)
         write_text(cfg.paths.report, markdown)
         write_text(cfg.paths.report_html, page)
-        experiments = provenance.experiment_documents(cfg)
+        experiments = provenance.experiment_results(cfg)
         headline_document = headline(document, study[0], faithfulness[0], experiments)
         write_json(cfg.paths.headline, headline_document)
 

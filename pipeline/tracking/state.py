@@ -64,7 +64,7 @@ class PipelineState:
 
 def battery_documents(runs: dict | None, study: dict | None, experiments: dict) -> dict:
     """What a state's digest holds of the explainers' tests: the battery per run and
-    over the study, and each experiment's document (provenance.experiment_documents). The
+    over the study, and each experiment's document (provenance.experiment_results). The
     track stage's no-op check and the logged state both digest this: one definition,
     or the check never finds the state it logged."""
     return {"runs": runs, "study": study, **experiments}

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from pipeline.config.intervals import MAX_EPOCHS, POSITIVE, Range, at_least, check
 
-FOLDER = "reports/abstraction"  # paths.abstraction: abstraction.json
+PATHS = {"abstraction": "reports/abstraction"}  # paths.abstraction: abstraction.json
+FOLDERS = ("abstraction",)  # the paths that are folders
 
 
 @dataclass

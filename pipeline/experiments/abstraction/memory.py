@@ -36,3 +36,8 @@ def terms(cfg: Config) -> list[MemoryTerm]:
             phase="fit",
         ),
     ]
+
+
+def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
+    """The abstraction stage's terms, by its name in dvc.yaml."""
+    return {"abstraction": terms(cfg)}

@@ -15,8 +15,6 @@ MAP_NAMES = {"linear": "rotation (DAS)", "nonlinear": "rotation + RevNet"}
 CONDITION_NAMES = {"trained": "trained", "random": "at init (random)"}
 SHOWN = 3  # the random runs the reading names, most "implementing" first
 
-PLACE = 3  # report.md: the last of the field's tests
-
 
 def iia_table(document: dict) -> pd.DataFrame:
     rows = []
@@ -172,3 +170,7 @@ def iia_means(document: dict) -> dict[str, float | None]:
 def headline(document: dict) -> dict:
     """The mean IIA per condition and map, over the stable runs (`iia_means`)."""
     return {"abstraction": iia_means(document)}
+
+
+# report.md's sections of this experiment: (place among the experiments', section).
+SECTIONS = [(50, section)]

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 
 from pipeline.config.intervals import Range, at_least, check
 
-FOLDER = "reports/erasure"  # paths.erasure: metrics.json and seeds.csv
+PATHS = {"erasure": "reports/erasure"}  # paths.erasure: metrics.json and seeds.csv
+FOLDERS = ("erasure",)  # the paths that are folders
 
 
 @dataclass

@@ -14,3 +14,8 @@ def terms(cfg: Config) -> list[MemoryTerm]:
     runs = len(cfg.train.seeds) + min(cfg.erasure.seeds, cfg.study.seeds)
     parameters = study_terms(cfg, cfg.study.seeds, "study.seeds")[0]
     return [sequences_term(cfg), parameters, *battery_terms(cfg, runs, "erasure.seeds")]
+
+
+def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
+    """The erasure stage's terms, by its name in dvc.yaml."""
+    return {"erasure": terms(cfg)}

@@ -9,7 +9,6 @@ import pandas as pd
 
 from pipeline.reporting import tables
 
-PLACE = 1  # report.md: first of the field's tests
 PAIR_METRICS = ("feature@1", "rank@1", "feature@3", "rank@3", "sign@3", "spearman", "pairwise_rank")
 
 
@@ -240,3 +239,7 @@ def headline(document: dict) -> dict:
             ]["mean"]
         },
     }
+
+
+# report.md's sections of this experiment: (place among the experiments', section).
+SECTIONS = [(30, section)]

@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 
 from pipeline.config.intervals import Range, at_least, check
 
-FOLDER = "reports/roar"  # paths.roar: metrics.json (docs/field.md)
+PATHS = {"roar": "reports/roar"}  # paths.roar: metrics.json (docs/field.md)
+FOLDERS = ("roar",)  # the paths that are folders
 
 
 @dataclass

@@ -45,3 +45,8 @@ def terms(cfg: Config) -> list[MemoryTerm]:
         MemoryTerm("the per-example values", (sets, seeds, heldout, size)),
         *battery_terms(cfg, len(cfg.train.seeds), "train.seeds"),
     ]
+
+
+def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
+    """The roar stage's terms, by its name in dvc.yaml."""
+    return {"roar": terms(cfg)}

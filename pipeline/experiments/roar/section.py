@@ -8,7 +8,6 @@ import pandas as pd
 
 from pipeline.reporting import tables
 
-PLACE = 2  # report.md: after erasure, before causal abstraction
 MODEL_FREE = (
     "model_free"  # pipeline/experiments/roar/retrain.py's key for the rankings that read no model
 )
@@ -189,3 +188,7 @@ def headline(document: dict) -> dict:
     """Remove and retrain's held-out accuracy drop when each lesson run's attention
     ranking removes its smallest fraction of the steps."""
     return {"roar_attention_drop": document["headline"]["attention_drop"]}
+
+
+# report.md's sections of this experiment: (place among the experiments', section).
+SECTIONS = [(40, section)]
