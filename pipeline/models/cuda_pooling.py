@@ -30,7 +30,10 @@ for benchmarks/bench_gpu.py; an exp counts `EXP_FLOPS`): per head and step, pass
 example 16 + 3 exps (probability, loss with its log1p, accuracy, dbias).
 
 tests/test_cuda_kernels.py runs these kernels in numba's simulator against
-autograd through each kind's `attend` (the definition), to 1e-10.
+autograd through each kind's `attend` (the definition), to 1e-10. They hold for any
+inputs; the CPU's fast path for lesson, sink and multihead (`lesson.TrainingSet`) only
+for a one-hot marker channel, as the data's (`frames.features`), so a kernel and
+`train.train` on the CPU agree only on such inputs.
 """
 
 from __future__ import annotations

@@ -195,7 +195,11 @@ def moment_gradients(
 def gradient_step(
     inputs: torch.Tensor, labels: torch.Tensor
 ) -> Callable[[Params], tuple[torch.Tensor, list[torch.Tensor]]]:
-    """The fast path's step for `train.descend`: params -> (logits, hand-derived gradients)."""
+    """The fast path's step for `train.descend`: params -> (logits, hand-derived gradients).
+    It assumes the data's inputs (`frames.features`): channel 1 one-hot, a single step
+    at 1.0 and the rest 0.0, which the moments' split into the marked step and the
+    unmarked ones needs (`TrainingSet`); on other inputs its numbers are not the
+    model's (autograd and the fused CUDA kernels take any inputs)."""
     batch = TrainingSet.build(inputs, labels)
     return lambda params: logits_and_gradients(params, batch)
 
