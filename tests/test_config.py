@@ -840,3 +840,36 @@ def test_a_refused_exp_run_value_puts_params_yaml_back_as_it_was(override, tmp_p
     assert "\n" not in message and override.lstrip("+").split("=")[0] in message
     assert f"params.yaml put back as it was, commit {head[:7]}'s" in message
     assert (tmp_path / PARAMS_FILE).read_text() == committed
+
+
+def test_conf_holds_the_experiments_parts_as_their_settings_write_them():
+    """Each experiment's defaults are written once, in its Settings: conf/<name>/lesson.yaml
+    and its lines of conf/config.yaml are what `python -m pipeline.params --defaults`
+    writes from them."""
+    from pipeline.config.conf_files import written
+
+    for path, text in written(CONF_DIR).items():
+        assert path.read_text() == text, f"{path}: run `python -m pipeline.params --defaults`"
+
+
+def test_the_written_experiment_file_keeps_each_field_s_comments(tmp_path):
+    from dataclasses import dataclass, field
+
+    from pipeline.config.conf_files import settings_yaml
+
+    @dataclass
+    class Settings:
+        """A toy experiment.
+        Two lines of docstring."""
+
+        seeds: int = 3  # runs
+        # the steps, one list
+        steps: list[int] = field(default_factory=lambda: [1, 2])
+        name: str = "auto"
+        cells: dict = field(default_factory=lambda: {"a-b": {"task": "a", "variant": "b"}})
+
+    assert settings_yaml(Settings) == (
+        "# A toy experiment.\n# Two lines of docstring.\nseeds: 3  # runs\n"
+        "# the steps, one list\nsteps: [1, 2]\nname: auto\n"
+        "cells:\n  a-b: {task: a, variant: b}\n"
+    )
