@@ -1,10 +1,10 @@
-"""Write params.yaml from conf/ and dvc.yaml's code deps from the imports.
+"""Write params.yaml from conf/, and dvc.yaml's generated parts.
 
 `python -m pipeline.params`: `dvc exp run -S` composes conf/ itself (hydra.enabled
 in .dvc/config) but `dvc repro` does not, so after editing conf/ run this, then
 `dvc repro`. The bytes are what DVC writes: Hydra's compose, resolved,
-OmegaConf.to_yaml. Each stage's code deps in dvc.yaml follow its imports
-(pipeline/stages/code_deps.py).
+OmegaConf.to_yaml. dvc.yaml's experiment stages come from their folders, and each
+stage's code deps follow its imports (pipeline/stages/dvc_yaml.py).
 
 `python -m pipeline.params --defaults` first writes conf/'s experiment parts from
 their Settings (pipeline/config/conf_files.py): after adding an experiment or
@@ -20,11 +20,11 @@ from pathlib import Path
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT
 from pipeline.config.conf_files import written
 from pipeline.config.load import composed_yaml
-from pipeline.config.provenance import PIPELINE_FILE, stages
+from pipeline.config.provenance import PIPELINE_FILE
 from pipeline.config.schema import CONF_DIR
 from pipeline.core.files import write_text
 from pipeline.stages import entry
-from pipeline.stages.code_deps import with_code_deps
+from pipeline.stages.dvc_yaml import generated
 
 
 def write_if_changed(path: Path, text: str) -> None:
@@ -54,7 +54,7 @@ def main(path: Path = PROJECT_ROOT / PARAMS_FILE, argv: list[str] | None = None)
     if pipeline_file.is_file():  # not where params.yaml is written outside a project
         write_if_changed(
             pipeline_file,
-            with_code_deps(pipeline_file.read_text(), stages(path.parent), path.parent),
+            generated(pipeline_file.read_text(), path.parent),
         )
 
 

@@ -758,7 +758,7 @@ def test_a_value_read_apart_in_conf_is_refused_naming_its_group_s_key(tmp_path):
     conf = tmp_path / "conf"
     shutil.copytree(CONF_DIR, conf)
     group = conf / "abstraction/lesson.yaml"
-    group.write_text(group.read_text().replace("seeds: 20\n", "seeds: 040\n", 1))
+    group.write_text(group.read_text().replace("seeds: 20  #", "seeds: 040  #", 1))
     with pytest.raises(ConfigError, match=r"^invalid config value abstraction\.seeds: '040' in "):
         check_conf_yaml(conf)
 

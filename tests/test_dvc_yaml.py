@@ -1,4 +1,4 @@
-"""dvc.yaml's code deps: generated (pipeline/stages/code_deps.py), and each stage lists
+"""dvc.yaml's code deps: generated (pipeline/stages/dvc_yaml.py), and each stage lists
 every project module it loads and none it does not.
 
 A module a stage imports but does not list would not rerun the stage when it
@@ -13,7 +13,7 @@ import pytest
 from pipeline.config import PROJECT_ROOT
 from pipeline.config.provenance import PIPELINE_FILE, stages
 from pipeline.core.kinds import EXPERIMENTS
-from pipeline.stages.code_deps import import_closure, stage_module, with_code_deps
+from pipeline.stages.dvc_yaml import generated, import_closure, stage_module, with_code_deps
 
 
 def listed(deps: list[str], path: str) -> bool:
@@ -73,11 +73,12 @@ def test_the_closure_follows_the_experiments_each_framework_reads():
         assert f"{folder}/" in own
 
 
-def test_dvc_yaml_holds_the_generated_code_deps():
-    """`python -m pipeline.params` rewrites them; a hand edit or a new import without
-    it fails here, naming the command."""
+def test_dvc_yaml_holds_the_generated_parts():
+    """The experiments' stages from their folders, every stage's code deps from its
+    imports: `python -m pipeline.params` writes them; a hand edit, a new import or an
+    edited stage.yaml without it fails here, naming the command."""
     text = (PROJECT_ROOT / PIPELINE_FILE).read_text()
-    assert with_code_deps(text, stages()) == text, "run `python -m pipeline.params`"
+    assert generated(text) == text, "run `python -m pipeline.params`"
 
 
 def test_the_generated_deps_replace_only_the_code_lines():
@@ -87,14 +88,27 @@ def test_the_generated_deps_replace_only_the_code_lines():
         "    params:\n      - data\n  b:\n    cmd: python -m pipeline.stages.generate\n"
     )
     spec = {"a": {"cmd": "python -m pipeline.stages.generate"}, "b": {"cmd": "x"}}
-    generated = with_code_deps(text, spec)
-    assert "pipeline/models/" not in generated  # the generate stage loads no model
-    assert "      - ${paths.x}\n      - pipeline/__init__.py\n" in generated
-    assert generated.endswith(
-        "      - conf/\n    params:\n      - data\n  b:\n    cmd: x\n".replace(
-            "x\n", "python -m pipeline.stages.generate\n"
-        )
+    written = with_code_deps(text, spec)
+    assert "pipeline/models/" not in written  # the generate stage loads no model
+    assert "      - ${paths.x}\n      - conf/\n      - pipeline/__init__.py\n" in written
+    assert written.endswith(
+        "      - pipeline/tasks/\n    params:\n      - data\n  b:\n"
+        "    cmd: python -m pipeline.stages.generate\n"
     )
     assert stage_module({"do": {"cmd": "python -m pipeline.stages.grid --cell X"}}) == (
         "pipeline.stages.grid"
     )
+
+
+def test_an_experiment_s_stages_come_from_its_folder(tmp_path):
+    from pipeline.stages.dvc_yaml import with_experiment_stages
+
+    folder = tmp_path / "pipeline/experiments"
+    for name in EXPERIMENTS:
+        (folder / name).mkdir(parents=True)
+        (folder / name / "stage.yaml").write_text(f"{name}:\n  cmd: run {name}\n\n")
+    text = "stages:\n  # experiments: begin\n  old: x\n  # experiments: end\n  report: y\n"
+    written = with_experiment_stages(text, tmp_path)
+    first, *_ = EXPERIMENTS
+    assert "old: x" not in written and written.endswith("  # experiments: end\n  report: y\n")
+    assert f"  {first}:\n    cmd: run {first}\n\n" in written

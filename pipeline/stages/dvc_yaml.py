@@ -1,4 +1,10 @@
-"""dvc.yaml's code deps, generated from each stage's imports.
+"""dvc.yaml, generated in two parts: the experiments' stages from their folders, and
+every stage's code deps from its imports.
+
+Each experiment's stages are written in its folder (pipeline/experiments/<name>/
+stage.yaml, as under dvc.yaml's `stages:`, without code deps); `python -m
+pipeline.params` writes them between dvc.yaml's marker comments, in the order of
+pipeline/core/kinds.py's EXPERIMENTS.
 
 A module a stage loads but does not list would not rerun the stage when it changes,
 so a stale output could pass as current; a listed one it never loads reruns it for
@@ -23,6 +29,9 @@ from pathlib import Path
 from pipeline.core.kinds import EXPERIMENTS, MODEL_KINDS
 from pipeline.core.paths import PROJECT_ROOT
 
+BEGIN, END = "  # experiments: begin", "  # experiments: end"
+STAGE_FILE = "stage.yaml"  # an experiment's stages, in its folder
+
 # The frameworks that look experiments up by name, and the parts of each they load
 # (a part an experiment does not have is skipped).
 EXPERIMENT_READERS = {
@@ -35,7 +44,7 @@ EXPERIMENT_READERS = {
     "pipeline.config.provenance": ("", "results"),  # DOCUMENT and SHAPE, or read(cfg)
 }
 FILE_BY_FILE = ("pipeline/stages/", "pipeline/experiments/")
-CODE_LINE = re.compile(r"^(\s*)- pipeline/\S*\n", re.M)
+CODE_LINE = re.compile(r"^( *)- pipeline/\S*\n", re.M)
 
 
 def module_file(name: str, root: Path = PROJECT_ROOT) -> Path | None:
@@ -110,9 +119,24 @@ def stage_module(spec: dict) -> str:
     return spec["cmd"].removeprefix("python -m ").split()[0]
 
 
+def deps_end(block: str) -> int | None:
+    """Where a stage's `deps:` list ends in its text (after its last item), or None."""
+    head = re.search(r"^( *)deps:\n", block, re.M)
+    if head is None:
+        return None
+    end, indent = head.end(), len(head[1])
+    for line in re.finditer(r"^( *)(\S.*)?\n", block[head.end() :], re.M):
+        if line[2] is not None and len(line[1]) <= indent:
+            break
+        if line[2] is not None and line[2].startswith("- "):
+            end = head.end() + line.end()
+    return end
+
+
 def with_code_deps(text: str, stages: dict[str, dict], root: Path = PROJECT_ROOT) -> str:
     """dvc.yaml's text with each stage's `- pipeline/...` lines replaced by its
-    generated code deps, every other byte kept."""
+    generated code deps (appended to its deps where it lists none), every other byte
+    kept."""
     out, rest = [], text
     for name, spec in stages.items():
         head = re.search(rf"^  {re.escape(name)}:\n", rest, re.M)
@@ -123,13 +147,39 @@ def with_code_deps(text: str, stages: dict[str, dict], root: Path = PROJECT_ROOT
         following = re.search(r"^  \S", rest, re.M)
         split = len(rest) if following is None else following.start()
         block, rest = rest[:split], rest[split:]
-        lines = list(CODE_LINE.finditer(block))
-        if not lines:
+        block = CODE_LINE.sub("", block)
+        end = deps_end(block)
+        if end is None:
             out.append(block)
             continue
-        indent = lines[0][1]
+        indent = re.search(r"^( *)deps:\n", block, re.M)[1] + "  "
         generated = "".join(f"{indent}- {dep}\n" for dep in code_deps(stage_module(spec), root))
-        start, end = lines[0].start(), lines[-1].end()
-        kept = CODE_LINE.sub("", block[start:end])
-        out.append(block[:start] + generated + kept + block[end:])
+        out.append(block[:end] + generated + block[end:])
     return "".join(out) + rest
+
+
+def experiment_stages(root: Path = PROJECT_ROOT) -> str:
+    """The experiments' stages as dvc.yaml holds them: each folder's stage.yaml, indented
+    under `stages:`, a blank line apart."""
+    parts = []
+    for package in EXPERIMENTS.values():
+        text = (root / package.replace(".", "/") / STAGE_FILE).read_text().rstrip("\n")
+        parts.append("\n".join(f"  {line}" if line else "" for line in text.split("\n")))
+    return "\n\n".join(parts) + "\n"
+
+
+def with_experiment_stages(text: str, root: Path = PROJECT_ROOT) -> str:
+    """dvc.yaml's text with the lines between its experiments' markers written."""
+    pattern = re.compile(rf"^{re.escape(BEGIN)}[^\n]*\n.*?^{re.escape(END)}\n", re.M | re.S)
+    if len(pattern.findall(text)) != 1:
+        raise ValueError(f"dvc.yaml: no one `{BEGIN.strip()}` ... `{END.strip()}` block")
+    block = f"{BEGIN} (written by `python -m pipeline.params`)\n{experiment_stages(root)}{END}\n"
+    return pattern.sub(lambda _: block, text)
+
+
+def generated(text: str, root: Path = PROJECT_ROOT) -> str:
+    """dvc.yaml as `python -m pipeline.params` writes it from `text`."""
+    import yaml
+
+    text = with_experiment_stages(text, root)
+    return with_code_deps(text, yaml.safe_load(text)["stages"], root)
