@@ -4,8 +4,8 @@ Each stage ends by writing a record, `<paths.provenance>/<stage>.json`, beside i
 outputs (a DVC out itself): the values of the params it lists in dvc.yaml, as
 it read them, and the sha256 of every output file. A stage that reads another
 stage's outputs first checks that stage's record against the params.yaml it
-reads now and against the bytes on disk. So outputs made from other params (a
-`dvc exp run -S` rewrote params.yaml during a `dvc repro`), half-published by a
+reads and against the bytes on disk. So outputs made from other params (a
+`dvc exp run -S` that rewrites params.yaml during a `dvc repro`), half-published by a
 killed run, or edited by hand are refused with one line, never built upon.
 
 Plain YAML, JSON and hashlib only: the track stage runs this each time it runs,
@@ -329,7 +329,7 @@ def cell_params(cfg: Config, root: Path = PROJECT_ROOT, stage: str = "grid") -> 
 def grid_cells(cfg: Config, stage: str = "grid") -> list[tuple[Path, dict]]:
     """(file, document) of every cell the config lists (the grid's, or the debate's),
     in its order, each checked against the params it was made from. A file of a cell
-    the config no longer lists is not read: stale cells are never shown."""
+    the config does not list is not read: stale cells are never shown."""
     current = cell_params(cfg, stage=stage)
     cells = []
     for key, cell in to_container(cfg)[stage]["cells"].items():

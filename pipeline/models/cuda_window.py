@@ -1,7 +1,8 @@
 """The fused CUDA training of the window kind: its sliding-window layer and the
 pooling, forward and backward, one CUDA thread a run, every epoch in registers
 (pipeline/models/cuda_launch.py says why and how it is launched). On a GPU this
-replaces autograd on small tensors (issue 47: 22-28 s for 1000 seeds on an H200).
+replaces autograd on small tensors, slower there than the window kernel on the CPU
+(docs/speed.md, "On a GPU").
 
 The model per run and example (pipeline/models/window_kernel.py derives it), x_t the
 input (C = 2), the keys of position t the steps j = max(0, t - w + 1) .. t:

@@ -130,8 +130,8 @@ def training_plan(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor
 
 def runs_together(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor) -> int:
     """Runs that a piece of a chunk keeps together for the chunk's bits: a multiple of
-    the kind's block (a block of other size rounds its sums differently: posenc's
-    parameters moved by 2e-7 in blocks of 7), 1 where every run trains in one pass,
+    the kind's block (a block of other size rounds its sums differently and moves
+    posenc's parameters: docs/speed.md), 1 where every run trains in one pass,
     whose runs never meet (tests/test_study.py: the same bits in any grouping)."""
     block = training_plan(model, inputs, labels, autograd=False)[1]
     return 1 if block is None else block[0]
@@ -191,10 +191,10 @@ def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 # Runs per autograd pass. Autograd keeps (N, T, heads, runs) intermediates, whose
-# passes are bound by memory bandwidth: with 50 runs they stay in cache (measured on
-# the 2-core machine, multihead: 40 ms per epoch of 250 runs in blocks of 50, 73 ms
-# in one block). Runs are independent, so the block changes no number beyond float
-# rounding. A kind may ask for its own (`training_block`: posenc, the window kernel).
+# passes are bound by memory bandwidth: with 50 runs they stay in cache (sized on
+# the 2-core machine with multihead: docs/speed.md). Runs are independent, so the
+# block changes no number beyond float rounding. A kind may ask for its own
+# (`training_block`: posenc, the window kernel).
 AUTOGRAD_BLOCK = 50
 
 
