@@ -11,9 +11,10 @@ import pytest
 
 from pipeline.__main__ import COMMANDS
 from pipeline.config import PROJECT_ROOT
+from pipeline.config.provenance import stages
+from pipeline.stages.dvc_yaml import stage_module
 
-STAGES = ["generate", "train", "evaluate", "study", "faithfulness", "report", "track"]
-STAGES += ["grid", "next_lesson", "debate", "debate_figures", "abstraction"]
+STAGE_MODULES = sorted({stage_module(spec) for spec in stages().values()})
 
 
 def run(args: list[str], cwd) -> subprocess.CompletedProcess:
@@ -24,7 +25,7 @@ def run(args: list[str], cwd) -> subprocess.CompletedProcess:
 
 
 HELP_ARGS = (
-    [[f"pipeline.stages.{stage}", "--help"] for stage in STAGES]
+    [[module, "--help"] for module in STAGE_MODULES]
     + [["pipeline", command, "--help"] for command in COMMANDS]
     + [["pipeline.run", "--help"], ["pipeline.study", "--help"]]
 )
