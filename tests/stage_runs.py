@@ -79,8 +79,8 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
         _read_back(document),
         _as_read(steps),
         _as_read(curves),
-        (_read_back(study_summary), _as_read(study)),
         (_read_back(battery), _read_back(battery_summary), _as_read(battery_seeds)),
+        {"study": (_read_back(study_summary), _as_read(study))},
     )
     return {
         "train": parquet_bytes(lesson) + parquet_bytes(curves),

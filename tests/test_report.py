@@ -26,8 +26,9 @@ from pipeline.config import (
 from pipeline.config.load import composed_yaml
 from pipeline.core import measures
 from pipeline.core.errors import ConfigError
+from pipeline.experiments.study import reading as study_reading
 from pipeline.models import frames
-from pipeline.reporting import faithfulness_reading, figures, reading, report, study_reading
+from pipeline.reporting import faithfulness_reading, figures, reading, report
 from pipeline.reporting.inputs import ReportInputs
 from pipeline.stages import evaluate, generate, train
 from pipeline.stages import faithfulness as faithfulness_stage

@@ -45,7 +45,7 @@ MAX_BYTES = 8 * 2**30
 
 
 BASE_NUMBER_GROUPS = (
-    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate",
+    "data", "task", "model", "train", "eval", "faithfulness", "grid", "debate",
 )  # fmt: skip
 
 
@@ -94,19 +94,6 @@ class TrainConfig:
 class EvalConfig:
     high_weight: float = 0.5
     low_effect: float = 0.05
-
-
-@dataclass
-class StudyConfig:
-    """The seed study: runs 1..seeds, each from stream(data.seed + k) like train.seeds."""
-
-    seeds: int = 1000
-    bootstrap: int = 1000  # multi-bootstrap resamples of the 95% intervals
-    bootstrap_seed: int = 0
-    chunk: int = 250  # seeds trained and evaluated at once: bounds the memory
-    # "i/n": only the i-th of n shards of the seeds (python -m pipeline.study sweeps;
-    # python -m pipeline merge_study joins them); null: every seed.
-    shard: str | None = None
 
 
 @dataclass
@@ -212,9 +199,6 @@ class BasePaths:
     headline: str = "reports/headline.json"
     figures: str = "reports/figures"
     step_weights: str = "reports/step_weights.csv"
-    study_seeds: str = "reports/study/seeds.parquet"
-    study_params: str = "reports/study/params.parquet"
-    study_summary: str = "reports/study/summary.json"
     provenance: str = "reports/provenance"
     faithfulness: str = "reports/faithfulness.json"
     study_faithfulness: str = "reports/study/faithfulness.json"
@@ -252,7 +236,6 @@ Config = make_dataclass(
         ("model", ModelConfig, field(default_factory=ModelConfig)),
         ("train", TrainConfig, field(default_factory=TrainConfig)),
         ("eval", EvalConfig, field(default_factory=EvalConfig)),
-        ("study", StudyConfig, field(default_factory=StudyConfig)),
         ("faithfulness", FaithfulnessConfig, field(default_factory=FaithfulnessConfig)),
         ("grid", GridConfig, field(default_factory=GridConfig)),
         ("debate", DebateConfig, field(default_factory=DebateConfig)),

@@ -37,7 +37,6 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
         "generate": [sequences_term(cfg)],
         "train": [sequences_term(cfg), by_name["the parameters"], by_name["training"]],
         "evaluate": [sequences_term(cfg), by_name["step ablation"], by_name["the window layer"]],
-        "study": [sequences_term(cfg), *study],
         "faithfulness": [
             sequences_term(cfg),
             study[0],  # the study's parameters, read

@@ -1,8 +1,8 @@
 """reports/headline.json: the few numbers `dvc metrics show` and `dvc exp show` list.
 
 The lesson's gap and its per-run numbers flagged `headline` in
-pipeline/core/measures.py, the study's headline, attention's two faithfulness
-scores per run and each experiment's own entries. Every number here is also in the
+pipeline/core/measures.py, attention's two faithfulness scores per run and each
+experiment's own entries (the seed study's among them). Every number here is also in the
 full files (metrics.json, study/summary.json, faithfulness.json), which `pipeline diff`
 and CI compare in full; this file only chooses what a table of experiments shows.
 """
@@ -17,12 +17,9 @@ from pipeline.core.kinds import experiment_part
 ATTENTION_NUMBERS = ("tau_loo", "hit_at_1")
 
 
-def headline(
-    metrics: dict, study: dict, faithfulness: dict, experiments: dict[str, dict | None]
-) -> dict:
-    """{"lesson": ..., "runs": {seed: ...}, "study": ..., and each experiment's entries
-    where its stage ran (its section module's `headline`)}: nested, as DVC shows it."""
-    heldout = study["heldout_accuracy"]
+def headline(metrics: dict, faithfulness: dict, experiments: dict[str, dict | None]) -> dict:
+    """{"lesson": ..., "runs": {seed: ...}, and each experiment's entries where its
+    stage ran (its section module's `headline`)}: nested, as DVC shows it."""
     entries = {}
     for name, document in experiments.items():
         if document is not None:
@@ -41,13 +38,6 @@ def headline(
                 },
             }
             for seed, run in metrics["runs"].items()
-        },
-        "study": {
-            "seeds": study["seeds"],
-            "heldout_accuracy_mean": heldout["mean"],
-            "heldout_accuracy_ci95_low": heldout["ci95_low"],
-            "heldout_accuracy_ci95_high": heldout["ci95_high"],
-            "share_pairs_at_least_gap": study["pair_gap"]["p_at_least_observed"],
         },
         **entries,
     }

@@ -2,9 +2,10 @@
 
 Metric names are namespaced so that MLflow's chart view groups them: `gap/`
 (the run-to-run gap, on the parent), `data/` (the data checks), `model/`,
-`study/` and `faithfulness/study/` on the parent; `lesson/` (docs/lesson.md, section 4),
-`faithfulness/` and the curves `train/loss`, `train/accuracy` on each seed's
-run. reports/metrics.json keeps its own keys: only the MLflow names differ.
+`faithfulness/study/` and each experiment's (its tracked.py) on the parent;
+`lesson/` (docs/lesson.md, section 4), `faithfulness/` and the curves `train/loss`,
+`train/accuracy` on each seed's run. reports/metrics.json keeps its own keys: only the
+MLflow names differ.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.config import PARAMS_FILE, Config
-from pipeline.core.kinds import experiment_part
+from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.tracking import record
 from pipeline.tracking.client import NewRun, log_once, log_run, source_tags
 from pipeline.tracking.state import (
@@ -54,8 +55,8 @@ def log_state(state: PipelineState, models: ModelLogger | None = None) -> tuple[
 
 
 def parent_metrics(state: PipelineState) -> dict[str, float]:
-    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/ and
-    each experiment's."""
+    """The parent run's numbers: gap/, data/, model/, faithfulness/study/ and each
+    experiment's."""
     document = state.metrics
     heldout = [run["heldout_accuracy"] for run in document["runs"].values()]
     values = {name: document[key] for key, name in GAP_METRICS.items() if key in document}
@@ -70,8 +71,6 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
     for key, value in document.items():
         if key not in ("data", "runs", *GAP_METRICS):
             values.update(nested_metrics({MODEL_METRICS.get(key, f"lesson/{key}"): value}, ""))
-    if state.study is not None:  # no child run per study seed: 1000 would swamp the UI
-        values.update(nested_metrics(state.study, "study/"))
     if state.study_faithfulness is not None:
         explainers = state.study_faithfulness["explainers"]
         values.update(nested_metrics(explainers, "faithfulness/study/"))
@@ -169,10 +168,14 @@ def _log_locked(uri: str, state: PipelineState, log_models: ModelLogger | None) 
             "mlflow.note.content": description(state.cfg, values, baseline, label),
         }
         dataset = dataset_input(state)
-        # A run without a study or a battery (python -m pipeline.run) has no such params.
+        # A run without a battery or an experiment's results (python -m pipeline.run)
+        # has no such params.
         skipped = tuple(
             f"{group}."
-            for group, part in (("study", state.study), ("faithfulness", state.faithfulness))
+            for group, part in (
+                ("faithfulness", state.faithfulness),
+                *((name, state.experiments.get(name)) for name in EXPERIMENTS),
+            )
             if part is None
         )
         params = {k: v for k, v in number_params(state.cfg).items() if not k.startswith(skipped)}

@@ -48,7 +48,6 @@ class PipelineState:
     sequences: pd.DataFrame | None = None  # logged as the runs' dataset input
     report_html: str | None = None  # report.md with its figures embedded
     params_yaml: str | None = None  # params.yaml as the config was read from it
-    study: dict | None = None  # the seed study's summary.json
     faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
     study_faithfulness: dict | None = None  # the battery over the study's runs
     parameters: pd.DataFrame | None = None  # models/parameters.parquet: each seed's model
@@ -59,7 +58,7 @@ class PipelineState:
     @property
     def digest(self) -> str:
         battery = battery_documents(self.faithfulness, self.study_faithfulness, self.experiments)
-        return state_digest(self.cfg, self.metrics, self.tags, self.study, battery)
+        return state_digest(self.cfg, self.metrics, self.tags, None, battery)
 
 
 def battery_documents(runs: dict | None, study: dict | None, experiments: dict) -> dict:
