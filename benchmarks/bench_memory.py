@@ -39,7 +39,7 @@ def stage_commands(cfg) -> dict[str, list[str]]:
     by name)."""
     commands = {
         stage: [sys.executable, "-m", f"pipeline.stages.{stage}"]
-        for stage in ("generate", "train", "evaluate", "faithfulness")
+        for stage in ("generate", "train", "evaluate")
     }
     for name, package in EXPERIMENTS.items():  # each experiment's stage (its folder)
         commands[name] = [sys.executable, "-m", f"{package}.stage"]

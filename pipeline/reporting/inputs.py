@@ -23,7 +23,6 @@ class ReportInputs:
     steps: pd.DataFrame  # the step table
     golden: bool  # the lesson's configuration: the lesson's value beside each number
     images: dict[str, Images] = field(default_factory=dict)  # by section: accuracy, weights, ...
-    faithfulness: tuple[dict, dict] | None = None  # faithfulness.json, its study summary
     grid_cells: list[dict] = field(default_factory=list)  # the next lesson's cells
     grid_images: list[str] = field(default_factory=list)  # next_lesson's figures' links
     debate_cells: list[dict] = field(default_factory=list)

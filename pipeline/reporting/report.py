@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pipeline.analysis.golden import LESSON
 from pipeline.core.kinds import experiment_part
 from pipeline.reporting.debate import debate_section
-from pipeline.reporting.faithfulness_section import faithful
 from pipeline.reporting.inputs import ReportInputs, image_lines
 from pipeline.reporting.lesson_tables import (
     across_seeds_markdown,
@@ -164,8 +163,7 @@ SECTIONS: list[Section] = [
     attention_weights,
     ablation,
     model_variant,
-    experiments(0, 10),  # the seed study (1)
-    faithful,
+    experiments(0, 10),  # the seed study (1), the explainer battery (2)
     next_lesson,
     attention_debate,
     experiments(10, float("inf")),

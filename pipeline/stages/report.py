@@ -14,7 +14,6 @@ from pipeline.config import Config, load_params, provenance
 from pipeline.core.files import (
     read_csv,
     read_json,
-    read_parquet,
     remove,
     write_bytes,
     write_csv,
@@ -23,7 +22,7 @@ from pipeline.core.files import (
 )
 from pipeline.core.kinds import experiment_part
 from pipeline.memory import check_memory
-from pipeline.reporting import faithfulness_figures, figures
+from pipeline.reporting import figures
 from pipeline.reporting.drawing import Plot
 from pipeline.reporting.headline import headline
 from pipeline.reporting.html_report import html_report
@@ -50,7 +49,6 @@ def plots(
     document: dict,
     steps: pd.DataFrame,
     curves: pd.DataFrame,
-    faithfulness: tuple[dict, dict, pd.DataFrame] | None = None,
     experiments: dict[str, Any] | None = None,
 ) -> list[Plot]:
     """The report stage's own figures, and each experiment's where its section module
@@ -61,11 +59,6 @@ def plots(
         module = experiment_part(name, "section")
         if results is not None and hasattr(module, "plots"):
             drawn += module.plots(cfg, results)
-    if faithfulness is not None:
-        lesson_seeds = [int(seed) for seed in faithfulness[0]["runs"]]
-        drawn += faithfulness_figures.faithfulness_figures(
-            faithfulness[2], lesson_seeds, faithfulness[1]
-        )
     return drawn
 
 
@@ -74,7 +67,6 @@ def run(
     document: dict,
     steps: pd.DataFrame,
     curves: pd.DataFrame,
-    faithfulness: tuple[dict, dict, pd.DataFrame] | None = None,
     experiments: dict[str, Any] | None = None,
     cells: bool = False,
 ) -> tuple[str, dict[str, bytes], pd.DataFrame, str]:
@@ -82,7 +74,7 @@ def run(
     `cells`, the sections of the grid's and the debate's cells from their files.
     `experiments`: each experiment's results as its sections read them
     (`report_results`)."""
-    drawn = plots(cfg, document, steps, curves, faithfulness, experiments)
+    drawn = plots(cfg, document, steps, curves, experiments)
     prefix = from_report(cfg, cfg.paths.figures)
     images: dict[str, list[tuple[str, str]]] = {}
     for figure in drawn:
@@ -93,7 +85,6 @@ def run(
         steps,
         is_lesson_config(cfg),
         images,
-        faithfulness and faithfulness[:2],
         experiments=experiments or {},
         **(cell_inputs(cfg) if cells else {}),
     )
@@ -147,20 +138,15 @@ def main() -> None:
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)
     results = provenance.experiment_results(cfg)
-    faithfulness = (
-        read_json(cfg.paths.faithfulness),
-        read_json(cfg.paths.study_faithfulness),
-        read_parquet(cfg.paths.study_faithfulness_seeds),
-    )
     markdown, pngs, weights, page = run(
-        cfg, document, steps, curves, faithfulness, report_results(cfg, results), cells=True
+        cfg, document, steps, curves, report_results(cfg, results), cells=True
     )
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, weights)
         write_text(cfg.paths.report, markdown)
         write_text(cfg.paths.report_html, page)
-        headline_document = headline(document, faithfulness[0], results)
+        headline_document = headline(document, results)
         write_json(cfg.paths.headline, headline_document)
 
 

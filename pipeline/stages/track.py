@@ -50,8 +50,6 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
             for name in EXPERIMENTS
             for key in getattr(experiment_part(name, "tracked"), "ARTIFACTS", ())
         ),
-        cfg.paths.faithfulness,
-        cfg.paths.study_faithfulness,
     ]
     return tracking.PipelineState(
         cfg=cfg,
@@ -63,8 +61,6 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         parameters=read_parquet(cfg.paths.parameters),  # each seed's model (registered.py)
         report_html=require(Path(cfg.paths.report_html)).read_text(),
         params_yaml=params_snapshot(cfg),
-        faithfulness=read_json(cfg.paths.faithfulness),
-        study_faithfulness=read_json(cfg.paths.study_faithfulness),
         experiments=provenance.experiment_results(cfg),
     )
 
@@ -82,11 +78,7 @@ def log_once(cfg: Config, metrics: dict) -> str:
     provenance.verify_inputs(cfg, "track")
     root, uri = Path.cwd(), tracking.store_uri(cfg.tracking)
     hashes = tracking.lock_hashes(root / "dvc.lock", cfg)
-    battery = tracking.battery_documents(
-        read_json(cfg.paths.faithfulness),
-        read_json(cfg.paths.study_faithfulness),
-        provenance.experiment_results(cfg),
-    )
+    battery = tracking.battery_documents(provenance.experiment_results(cfg))
     digest = tracking.state_digest(cfg, metrics, hashes, None, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)
     logged = False
