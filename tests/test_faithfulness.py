@@ -526,8 +526,8 @@ def test_the_lesson_stage_scores_against_the_task_s_rationale(monkeypatch):
     """With task.kind=rise, hit@1, rank and AUPRC were scored against the marked step
     alone; the stage now passes the task's rationale, as the grid does."""
     from pipeline import data
+    from pipeline.experiments.faithfulness import stage
     from pipeline.models import frames
-    from pipeline.stages import faithfulness as stage
 
     cfg = validate(compose(["task=rise", "train.epochs=1"]))
     frame = data.generate(cfg.data, "rise")

@@ -102,7 +102,7 @@ from pipeline.analysis import grid, seed_study
 from pipeline.config import compose, validate
 from pipeline.core.files import parquet_bytes
 from pipeline.core.precision import rounded
-from pipeline.stages.faithfulness import battery_table
+from pipeline.experiments.faithfulness.stage import battery_table
 
 cfg = validate(compose(json.loads(sys.argv[1])))
 frame = data.generate(cfg.data)

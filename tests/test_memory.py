@@ -71,7 +71,7 @@ def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads
     cells = [f"grid@{name}" for name in cfg.grid.cells]
     debate = [f"debate@{name}" for name in cfg.debate.cells]
     assert list(estimates) == [
-        "generate", "train", "evaluate", "study", "faithfulness", "report", *EXPERIMENTS,
+        "generate", "train", "evaluate", "report", *EXPERIMENTS,
         *cells, *debate,
     ]  # fmt: skip
     assert estimated_bytes(cfg) == max(estimates.values())

@@ -11,8 +11,10 @@ import pytest
 from pipeline.config import PROJECT_ROOT, load_params, provenance
 from pipeline.config.load import composed_yaml
 from pipeline.core.errors import ConfigError
+from pipeline.experiments.faithfulness import stage as faithfulness
 from pipeline.experiments.roar import stage as roar
-from pipeline.stages import evaluate, faithfulness, generate, report, study, train
+from pipeline.experiments.study import stage as study
+from pipeline.stages import evaluate, generate, report, train
 from tests.conftest import small_overrides, write_cells
 
 STAGES = [generate, train, evaluate, study, faithfulness, roar, report]

@@ -26,11 +26,12 @@ from pipeline.config import (
 from pipeline.config.load import composed_yaml
 from pipeline.core import measures
 from pipeline.core.errors import ConfigError
+from pipeline.experiments.faithfulness import stage as faithfulness_stage
+from pipeline.experiments.study import reading as study_reading
 from pipeline.models import frames
-from pipeline.reporting import faithfulness_reading, figures, reading, report, study_reading
+from pipeline.reporting import faithfulness_reading, figures, reading, report
 from pipeline.reporting.inputs import ReportInputs
 from pipeline.stages import evaluate, generate, train
-from pipeline.stages import faithfulness as faithfulness_stage
 from pipeline.stages import report as report_stage
 from tests.conftest import small_overrides, write_cells, write_records
 
@@ -176,8 +177,9 @@ def test_step_weights_are_one_mean_per_seed_and_step(workdir):
 
 
 def test_figures_are_deterministic_pngs(small_cfg, small_lesson, small_study, small_battery):
-    _, first, _, _ = report_stage.run(small_cfg, *small_lesson, small_study, small_battery)
-    _, again, _, _ = report_stage.run(small_cfg, *small_lesson, small_study, small_battery)
+    experiments = {"study": small_study, "faithfulness": small_battery}
+    _, first, _, _ = report_stage.run(small_cfg, *small_lesson, experiments)
+    _, again, _, _ = report_stage.run(small_cfg, *small_lesson, experiments)
     assert set(first) == FIGURES and first == again
     for png in first.values():
         assert png.startswith(PNG_SIGNATURE)

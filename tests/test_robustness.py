@@ -13,7 +13,7 @@ from heldout_lesson import heldout_lesson
 from pipeline.analysis import robustness
 from pipeline.config import FaithfulnessConfig
 from pipeline.core import measures
-from pipeline.reporting.faithfulness_section import robustness_table
+from pipeline.experiments.faithfulness.section import robustness_table
 
 FEW = FaithfulnessConfig(ig_steps=8, robustness_samples=4)
 

@@ -14,9 +14,9 @@ from pipeline.analysis import explainers, sanity
 from pipeline.config import compose, validate
 from pipeline.config.cells import cell_config
 from pipeline.core.kinds import VARIANTS
+from pipeline.experiments.faithfulness.sanity_reading import sanity_reading
+from pipeline.experiments.faithfulness.section import sanity_table
 from pipeline.models import interface
-from pipeline.reporting.faithfulness_section import sanity_table
-from pipeline.reporting.sanity_reading import sanity_reading
 from pipeline.stages import generate
 
 F64 = torch.float64

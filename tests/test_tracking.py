@@ -32,9 +32,13 @@ def committed_state(cfg, uri: str, **tags: str) -> tracking.PipelineState:
         curves=curves,
         tags={"git.commit": "abc1234def", "git.dirty": "False", **tags},
         artifacts=[REPORTS / "metrics.json"],
-        study=json.loads((REPORTS / "study/summary.json").read_text()),
-        faithfulness=json.loads((REPORTS / "faithfulness.json").read_text()),
-        study_faithfulness=json.loads((REPORTS / "study/faithfulness.json").read_text()),
+        experiments={
+            "study": json.loads((REPORTS / "study/summary.json").read_text()),
+            "faithfulness": {
+                "runs": json.loads((REPORTS / "faithfulness.json").read_text()),
+                "study": json.loads((REPORTS / "study/faithfulness.json").read_text()),
+            },
+        },
     )
 
 
@@ -610,7 +614,7 @@ def test_tables_print_integers_as_integers_and_one_missing_marker():
 def test_a_run_without_a_study_records_no_study_params(default_cfg, store):
     """Issue 21: `history` showed study.seeds 1000 for a `pipeline.run` with no study."""
     state = committed_state(default_cfg, store)
-    state.study = state.study_faithfulness = state.faithfulness = None
+    state.experiments = {}
     tracking.log_state(state)
     parents, _ = tracking.search_parent_runs(store, "test")
     logged = [c for c in parents.columns if c.startswith("params.")]
@@ -844,9 +848,9 @@ def test_the_digest_holds_every_experiment_document_as_the_track_stage_reads_the
     state = committed_state(default_cfg, "sqlite:///unused.db")
     documents = {stage: {"stage": stage, "value": 1} for stage in EXPERIMENTS}
     state.experiments = dict(documents)
-    battery = tracking.battery_documents(state.faithfulness, state.study_faithfulness, documents)
+    battery = tracking.battery_documents(documents)
     assert state.digest == tracking.state_digest(
-        state.cfg, state.metrics, state.tags, state.study, battery
+        state.cfg, state.metrics, state.tags, None, battery
     )
     seen = {state.digest}
     for stage in EXPERIMENTS:

@@ -3,7 +3,7 @@ range in ranges.py, the outputs' paths in outputs.py, the cells in cells.py and 
 seeds and ceilings in bounds.py) and loading conf/ or params.yaml (load.py). The
 names every other package uses are imported here."""
 
-from pipeline.config.checks import shard_of, validate
+from pipeline.config.checks import validate
 from pipeline.config.load import (
     check_conf_yaml,
     compose,
@@ -31,11 +31,11 @@ from pipeline.config.schema import (
     GridConfig,
     ModelConfig,
     PathsConfig,
-    StudyConfig,
     TaskConfig,
     TrackingConfig,
     TrainConfig,
 )
+from pipeline.config.shards import shard_of
 from pipeline.core.errors import ConfigError
 
 __all__ = [
@@ -57,7 +57,6 @@ __all__ = [
     "GridConfig",
     "ModelConfig",
     "PathsConfig",
-    "StudyConfig",
     "TaskConfig",
     "TrackingConfig",
     "TrainConfig",

@@ -38,13 +38,6 @@ RANGES: dict[str, Range] = {
     "train.lr": POSITIVE,
     "eval.high_weight": FRACTION,
     "eval.low_effect": FRACTION,
-    "study.seeds": at_least(2),
-    "study.bootstrap": at_least(1),
-    "study.chunk": at_least(1),
-    "faithfulness.ig_steps": at_least(1),
-    "faithfulness.sanity_seeds": at_least(2),
-    "faithfulness.robustness_samples": at_least(1),
-    "faithfulness.robustness_radius": POSITIVE,
     "grid.seeds": at_least(2),
     "grid.solved": Range(0, 1, open_low=True),
     "grid.faithfulness_seeds": at_least(1),
@@ -65,9 +58,6 @@ RELATIVE: dict[str, str] = {
     "data.first_marked_step": "an integer in 0..data.steps-1",
     "model.window": "an integer in 1..data.steps",
     "train.seeds": "distinct integers, each in 0..4294967295 - data.seed",
-    "faithfulness.randomisation_offset": (
-        "an integer in study.seeds..2**32-1 - faithfulness.sanity_seeds"
-    ),
 }
 
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
+from pipeline.config.battery import FaithfulnessConfig  # noqa: F401 (pipeline.config's name)
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.core.paths import PROJECT_ROOT
 
@@ -45,7 +46,7 @@ MAX_BYTES = 8 * 2**30
 
 
 BASE_NUMBER_GROUPS = (
-    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate",
+    "data", "task", "model", "train", "eval", "grid", "debate",
 )  # fmt: skip
 
 
@@ -94,33 +95,6 @@ class TrainConfig:
 class EvalConfig:
     high_weight: float = 0.5
     low_effect: float = 0.05
-
-
-@dataclass
-class StudyConfig:
-    """The seed study: runs 1..seeds, each from stream(data.seed + k) like train.seeds."""
-
-    seeds: int = 1000
-    bootstrap: int = 1000  # multi-bootstrap resamples of the 95% intervals
-    bootstrap_seed: int = 0
-    chunk: int = 250  # seeds trained and evaluated at once: bounds the memory
-    # "i/n": only the i-th of n shards of the seeds (python -m pipeline.study sweeps;
-    # python -m pipeline merge_study joins them); null: every seed.
-    shard: str | None = None
-
-
-@dataclass
-class FaithfulnessConfig:
-    """The explainer battery (pipeline/analysis/faithfulness.py)."""
-
-    ig_steps: int = 50  # Gauss-Legendre nodes of integrated gradients
-    order_seed: int = 0  # the random-order baseline's noise, with each run's seed
-    sanity_seeds: int = 100  # the first study seeds through the sanity checks
-    randomisation_offset: int = 1_000_000  # re-drawn run k: stream(data.seed + offset + k)
-    label_seed: int = 0  # the permutation of the training labels (label randomisation)
-    robustness_seed: int = 0  # captum's sensitivity and infidelity perturbations
-    robustness_samples: int = 10  # perturbed inputs per sequence
-    robustness_radius: float = 0.02  # sensitivity's L-infinity ball, infidelity's noise std
 
 
 @dataclass
@@ -212,13 +186,7 @@ class BasePaths:
     headline: str = "reports/headline.json"
     figures: str = "reports/figures"
     step_weights: str = "reports/step_weights.csv"
-    study_seeds: str = "reports/study/seeds.parquet"
-    study_params: str = "reports/study/params.parquet"
-    study_summary: str = "reports/study/summary.json"
     provenance: str = "reports/provenance"
-    faithfulness: str = "reports/faithfulness.json"
-    study_faithfulness: str = "reports/study/faithfulness.json"
-    study_faithfulness_seeds: str = "reports/study/faithfulness.parquet"
     tracked_state: str = ".mlflow-state.json"
     grid: str = "reports/grid"  # one <task>-<variant>.json per cell of the next lesson
     next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
@@ -252,14 +220,12 @@ Config = make_dataclass(
         ("model", ModelConfig, field(default_factory=ModelConfig)),
         ("train", TrainConfig, field(default_factory=TrainConfig)),
         ("eval", EvalConfig, field(default_factory=EvalConfig)),
-        ("study", StudyConfig, field(default_factory=StudyConfig)),
-        ("faithfulness", FaithfulnessConfig, field(default_factory=FaithfulnessConfig)),
-        ("grid", GridConfig, field(default_factory=GridConfig)),
-        ("debate", DebateConfig, field(default_factory=DebateConfig)),
         *(
             (name, config.Settings, field(default_factory=config.Settings))
             for name, config in _EXPERIMENTS.items()
         ),
+        ("grid", GridConfig, field(default_factory=GridConfig)),
+        ("debate", DebateConfig, field(default_factory=DebateConfig)),
         ("tracking", TrackingConfig, field(default_factory=TrackingConfig)),
         ("paths", PathsConfig, field(default_factory=PathsConfig)),
     ],

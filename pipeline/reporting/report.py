@@ -12,7 +12,6 @@ from collections.abc import Callable
 from pipeline.analysis.golden import LESSON
 from pipeline.core.kinds import experiment_part
 from pipeline.reporting.debate import debate_section
-from pipeline.reporting.faithfulness_section import faithful
 from pipeline.reporting.inputs import ReportInputs, image_lines
 from pipeline.reporting.lesson_tables import (
     across_seeds_markdown,
@@ -25,7 +24,6 @@ from pipeline.reporting.lesson_tables import (
 )
 from pipeline.reporting.next_lesson import next_lesson_section
 from pipeline.reporting.reading import reading
-from pipeline.reporting.study_section import seeds_at_scale
 from pipeline.reporting.suppressors import suppressor_section
 
 TITLE = "Do attention weights explain the model?"
@@ -128,15 +126,27 @@ def attention_debate(inputs: ReportInputs) -> list[str]:
 Section = Callable[[ReportInputs], list[str]]
 
 
-def experiments(inputs: ReportInputs) -> list[str]:
-    """Each experiment's sections where its stage ran, in their places' order."""
-    placed = [
-        (place, section, document)
-        for name, document in inputs.experiments.items()
-        if document is not None
-        for place, section in experiment_part(name, "section").SECTIONS
-    ]
-    return [section(document) for _, section, document in sorted(placed, key=lambda p: p[0])]
+def experiments(first: float, last: float) -> Section:
+    """The section of the experiments' sections placed in [first, last), where their
+    stages ran, in their places' order. A section module that draws figures (`plots`)
+    has its sections called with its figures' links too."""
+
+    def placed_sections(inputs: ReportInputs) -> list[str]:
+        placed = []
+        for name, results in inputs.experiments.items():
+            if results is None:
+                continue
+            module = experiment_part(name, "section")
+            images = inputs.images.get(name, []) if hasattr(module, "plots") else None
+            for place, section in module.SECTIONS:
+                if first <= place < last:
+                    placed.append((place, section, results, images))
+        return [
+            section(results) if images is None else section(results, images)
+            for _, section, results, images in sorted(placed, key=lambda p: p[0])
+        ]
+
+    return placed_sections
 
 
 def suppressors(inputs: ReportInputs) -> list[str]:
@@ -153,11 +163,10 @@ SECTIONS: list[Section] = [
     attention_weights,
     ablation,
     model_variant,
-    seeds_at_scale,
-    faithful,
+    experiments(0, 10),  # the seed study (1), the explainer battery (2)
     next_lesson,
     attention_debate,
-    experiments,
+    experiments(10, float("inf")),
     suppressors,
 ]
 

@@ -5,25 +5,24 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-import torch
 
-from pipeline.analysis import stats
 from pipeline.analysis.golden import is_lesson_config
 from pipeline.config import Config, load_params, provenance
 from pipeline.core.files import (
     read_csv,
     read_json,
-    read_parquet,
     remove,
     write_bytes,
     write_csv,
     write_json,
     write_text,
 )
+from pipeline.core.kinds import experiment_part
 from pipeline.memory import check_memory
-from pipeline.reporting import faithfulness_figures, figures, study_figures
+from pipeline.reporting import figures
 from pipeline.reporting.drawing import Plot
 from pipeline.reporting.headline import headline
 from pipeline.reporting.html_report import html_report
@@ -33,27 +32,33 @@ from pipeline.reporting.report import TITLE, markdown_report
 from pipeline.stages import entry
 
 
+def report_results(cfg: Config, results: dict[str, Any]) -> dict[str, Any]:
+    """Each experiment's results as its sections read them: its section module's
+    `report_results(cfg, results)` where it reads more (a per-seed table), else as
+    they are; None where its stage has not run."""
+    reported = {}
+    for name, found in results.items():
+        module = experiment_part(name, "section")
+        expand = getattr(module, "report_results", None)
+        reported[name] = expand(cfg, found) if expand is not None and found is not None else found
+    return reported
+
+
 def plots(
     cfg: Config,
     document: dict,
     steps: pd.DataFrame,
     curves: pd.DataFrame,
-    study: tuple[dict, pd.DataFrame] | None = None,
-    faithfulness: tuple[dict, dict, pd.DataFrame] | None = None,
+    experiments: dict[str, Any] | None = None,
 ) -> list[Plot]:
-    """The report stage's own figures."""
+    """The report stage's own figures, and each experiment's where its section module
+    draws some (`plots(cfg, results)`)."""
     high, low = cfg.eval.high_weight, cfg.eval.low_effect
     drawn = figures.lesson_figures(document, steps, curves, high, low)
-    if study is not None:
-        summary, table = study
-        gaps = stats.pair_gap_counts(torch.tensor(table["heldout_accuracy"].to_numpy()))
-        step = 1 / cfg.data.split[2]  # held-out accuracy moves in steps of one sequence
-        drawn += study_figures.study_figures(table, summary, tuple(g.tolist() for g in gaps), step)
-    if faithfulness is not None:
-        lesson_seeds = [int(seed) for seed in faithfulness[0]["runs"]]
-        drawn += faithfulness_figures.faithfulness_figures(
-            faithfulness[2], lesson_seeds, faithfulness[1]
-        )
+    for name, results in (experiments or {}).items():
+        module = experiment_part(name, "section")
+        if results is not None and hasattr(module, "plots"):
+            drawn += module.plots(cfg, results)
     return drawn
 
 
@@ -62,13 +67,14 @@ def run(
     document: dict,
     steps: pd.DataFrame,
     curves: pd.DataFrame,
-    study: tuple[dict, pd.DataFrame] | None = None,
-    faithfulness: tuple[dict, dict, pd.DataFrame] | None = None,
+    experiments: dict[str, Any] | None = None,
     cells: bool = False,
 ) -> tuple[str, dict[str, bytes], pd.DataFrame, str]:
     """report.md, the PNGs by name, the step-weight plot data and report.html; with
-    `cells`, the sections of the grid's and the debate's cells from their files."""
-    drawn = plots(cfg, document, steps, curves, study, faithfulness)
+    `cells`, the sections of the grid's and the debate's cells from their files.
+    `experiments`: each experiment's results as its sections read them
+    (`report_results`)."""
+    drawn = plots(cfg, document, steps, curves, experiments)
     prefix = from_report(cfg, cfg.paths.figures)
     images: dict[str, list[tuple[str, str]]] = {}
     for figure in drawn:
@@ -79,8 +85,7 @@ def run(
         steps,
         is_lesson_config(cfg),
         images,
-        study,
-        faithfulness and faithfulness[:2],
+        experiments=experiments or {},
         **(cell_inputs(cfg) if cells else {}),
     )
     markdown = markdown_report(inputs)
@@ -103,8 +108,7 @@ def folder_images(cfg: Config, folder: str) -> list[str]:
 
 def cell_inputs(cfg: Config) -> dict:
     """The grid's and the debate's cells, with their stages' figures: the sections
-    "The next lesson" and "The attention debate" (none without cells); the field's
-    experiments' documents where their stages ran."""
+    "The next lesson" and "The attention debate" (none without cells)."""
     grid = [document for _, document in provenance.grid_cells(cfg)]
     debate = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
     return {
@@ -112,7 +116,6 @@ def cell_inputs(cfg: Config) -> dict:
         "grid_images": folder_images(cfg, cfg.paths.next_lesson) if grid else [],
         "debate_cells": debate,
         "debate_images": folder_images(cfg, cfg.paths.debate_figures) if debate else [],
-        "experiments": provenance.experiment_results(cfg),
     }
 
 
@@ -134,22 +137,16 @@ def main() -> None:
     document = read_json(cfg.paths.metrics)
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)
-    study = read_json(cfg.paths.study_summary), read_parquet(cfg.paths.study_seeds)
-    faithfulness = (
-        read_json(cfg.paths.faithfulness),
-        read_json(cfg.paths.study_faithfulness),
-        read_parquet(cfg.paths.study_faithfulness_seeds),
-    )
+    results = provenance.experiment_results(cfg)
     markdown, pngs, weights, page = run(
-        cfg, document, steps, curves, study, faithfulness, cells=True
+        cfg, document, steps, curves, report_results(cfg, results), cells=True
     )
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, weights)
         write_text(cfg.paths.report, markdown)
         write_text(cfg.paths.report_html, page)
-        experiments = provenance.experiment_results(cfg)
-        headline_document = headline(document, study[0], faithfulness[0], experiments)
+        headline_document = headline(document, results)
         write_json(cfg.paths.headline, headline_document)
 
 

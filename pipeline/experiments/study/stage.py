@@ -1,7 +1,8 @@
-"""Stage study: runs 1..study.seeds on the lesson's data -> seeds.parquet (every
-per-seed number and the trained parameters), params.parquet (the parameters alone,
-which the faithfulness stage reads: an eval.* change rewrites seeds.parquet but not
-these bytes, so the battery does not rerun), summary.json."""
+"""Stage study (pipeline/analysis/seed_study.py): runs 1..study.seeds on the lesson's
+data -> seeds.parquet (every per-seed number and the trained parameters),
+params.parquet (the parameters alone, which the faithfulness stage reads: an eval.*
+change rewrites seeds.parquet but not these bytes, so the battery does not rerun),
+summary.json."""
 
 from __future__ import annotations
 

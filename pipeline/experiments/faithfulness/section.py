@@ -1,5 +1,6 @@
 """report.md's section "Which explanation is faithful?": the battery's reading, its
-tables per run and over the study, and the sanity checks.
+tables per run and over the study, the sanity checks and the figures; attention's
+two scores per run in headline.json.
 
 The scores come in two groups (measures.Score.against): against the model's own
 behaviour and against the marked step. Each table shows one group, so that no
@@ -13,6 +14,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from pipeline.core import measures
+from pipeline.experiments.faithfulness.sanity_reading import sanity_reading
 from pipeline.reporting.faithfulness_reading import (
     advantage,
     amount,
@@ -20,9 +22,8 @@ from pipeline.reporting.faithfulness_reading import (
     pair_key,
     table,
 )
-from pipeline.reporting.inputs import ReportInputs, image_lines
+from pipeline.reporting.inputs import image_lines
 from pipeline.reporting.lesson_tables import markdown_table
-from pipeline.reporting.sanity_reading import sanity_reading
 
 GROUPS = {"model": "against the model's behaviour", "rationale": "against the marked step"}
 
@@ -165,7 +166,43 @@ def faithfulness_section(document: dict, summary: dict, images: list[tuple[str, 
     return parts + image_lines(images)
 
 
-def faithful(inputs: ReportInputs) -> list[str]:
-    if inputs.faithfulness is None:
-        return []
-    return faithfulness_section(*inputs.faithfulness, inputs.images.get("faithfulness", []))
+def report_results(cfg, results: dict) -> tuple[dict, dict, pd.DataFrame]:
+    """What the section and its figures read: faithfulness.json, its study summary and
+    one row per study run and explainer."""
+    from pipeline.core.files import read_parquet
+
+    return results["runs"], results["study"], read_parquet(cfg.paths.study_faithfulness_seeds)
+
+
+def plots(cfg, results: tuple[dict, dict, pd.DataFrame]) -> list:
+    """The section's figures (`drawing.Plot`s): tau_loo against hit@1, the sanity
+    checks. matplotlib loads here, on use."""
+    from pipeline.experiments.faithfulness import figures
+
+    document, summary, frame = results
+    lesson_seeds = [int(seed) for seed in document["runs"]]
+    return figures.faithfulness_figures(frame, lesson_seeds, summary)
+
+
+def faithful(results: tuple[dict, dict, pd.DataFrame], images: list[tuple[str, str]]) -> str:
+    """The section in markdown: its parts a blank line apart, as report.md joins them."""
+    return "\n\n".join(faithfulness_section(*results[:2], images))
+
+
+# Attention's scores per lesson run: rank agreement with step ablation (faithfulness)
+# and the hit rate on the marked step (plausibility).
+ATTENTION_NUMBERS = ("tau_loo", "hit_at_1")
+
+
+def headline(results: dict) -> dict:
+    return {}  # its numbers are per lesson run: run_headline
+
+
+def run_headline(results: dict, seed: str) -> dict:
+    """Attention's two scores of one lesson run, beside the run's own in headline.json."""
+    attention = results["runs"]["runs"][seed]["attention"]
+    return {f"attention_{name}": attention[name] for name in ATTENTION_NUMBERS}
+
+
+# report.md's sections of this experiment: (place among the experiments', section).
+SECTIONS = [(2, faithful)]

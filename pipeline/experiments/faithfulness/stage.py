@@ -1,4 +1,5 @@
-"""Stage faithfulness: the explainer battery for the lesson's runs and the study's.
+"""Stage faithfulness: the explainer battery (pipeline/analysis/) for the lesson's runs
+and the study's.
 
 Writes reports/faithfulness.json (per train.seeds run, every explainer and
 metric; the rationale metrics score against the task's rationale, its
