@@ -11,13 +11,19 @@ from dataclasses import dataclass
 
 @dataclass
 class FaithfulnessConfig:
-    """The explainer battery (pipeline/analysis/faithfulness.py)."""
+    """The explainer battery: every explainer scored for faithfulness (against the
+    model's own behaviour) and plausibility (against the marked step), for the
+    train.seeds runs and for every run of the seed study."""
 
-    ig_steps: int = 50  # Gauss-Legendre nodes of integrated gradients
-    order_seed: int = 0  # the random-order baseline's noise, with each run's seed
-    sanity_seeds: int = 100  # the first study seeds through the sanity checks
-    randomisation_offset: int = 1_000_000  # re-drawn run k: stream(data.seed + offset + k)
-    label_seed: int = 0  # the permutation of the training labels (label randomisation)
-    robustness_seed: int = 0  # captum's sensitivity and infidelity perturbations
-    robustness_samples: int = 10  # perturbed inputs per sequence
-    robustness_radius: float = 0.02  # sensitivity's L-infinity ball, infidelity's noise std
+    ig_steps: int = 50  # Gauss-Legendre nodes of integrated gradients (completeness error ~6e-9)
+    order_seed: int = 0  # the random-order baseline draws from default_rng([order_seed, run seed])
+    # The randomisation sanity checks (Adebayo et al. 2018) on the first study seeds:
+    sanity_seeds: int = 100
+    # re-drawn run k: stream((data.seed + offset + k) mod 2**32)
+    randomisation_offset: int = 1_000_000
+    label_seed: int = 0  # the training labels permuted by default_rng(label_seed)
+    # captum's sensitivity_max and infidelity (normalize=True) on the train.seeds runs:
+    robustness_seed: int = 0  # perturbations from default_rng([robustness_seed, run seed, metric])
+    robustness_samples: int = 10  # perturbed inputs per sequence (captum's n_perturb_samples)
+    # sensitivity's L-infinity ball (captum's default), infidelity's std
+    robustness_radius: float = 0.02

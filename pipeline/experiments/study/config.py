@@ -17,14 +17,15 @@ FOLDERS = ()  # the paths that are folders
 
 @dataclass
 class Settings:
-    """The seed study: runs 1..seeds, each from stream(data.seed + k) like train.seeds."""
+    """The seed study: the lesson's per-seed numbers for runs 1..seeds, each run k
+    starting from stream(data.seed + k) as train.seeds does, on the lesson's data
+    with the model/train settings."""
 
     seeds: int = 1000
-    bootstrap: int = 1000  # multi-bootstrap resamples of the 95% intervals
+    bootstrap: int = 1000  # resamples of the multi-bootstrap (seeds and held-out examples together)
     bootstrap_seed: int = 0
-    chunk: int = 250  # seeds trained and evaluated at once: bounds the memory
-    # "i/n": only the i-th of n shards of the seeds (python -m pipeline.study sweeps;
-    # python -m pipeline merge_study joins them); null: every seed.
+    chunk: int = 250  # seeds trained at once: bounds the memory; numbers agree to float64 rounding
+    # "i/n": train only shard i of n (python -m pipeline merge_study joins them)
     shard: str | None = None
 
 
