@@ -8,7 +8,7 @@ overrides (tracking off), one after another, and prints each process's peak
 resident memory (wait4's ru_maxrss) beside the stage's estimate and their ratio.
 The config check refuses a configuration whose largest estimate is over the
 limit; the estimate should be at or above the peak and at most twice it
-(tests/test_memory.py checks a few configurations the same way).
+(tests/memory/test_memory.py checks a few configurations the same way).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every computing stage's `run()` on a small config, as the bytes it would write.
 
-Shared by the device-guard tests (tests/test_device_guard.py: `train.device=cuda`
-on a simulated device, CPU-only) and the GPU tier (tests/test_gpu.py: real CUDA):
+Shared by the device-guard tests (tests/stages/test_device_guard.py: `train.device=cuda`
+on a simulated device, CPU-only) and the GPU tier (tests/models/test_gpu.py: real CUDA):
 each stage on the device against the same stage on the CPU. A stage's outputs are
 rendered as its writers render them (`files.write_json`'s rounding and JSON,
 `files.parquet_bytes`), so "equal" means the bytes a repro would commit.

@@ -24,7 +24,7 @@ from pipeline.config.intervals import (
 from pipeline.config.schema import Config
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
 
-# Every numeric key whose range is its own; tests/test_ranges.py checks that each
+# Every numeric key whose range is its own; tests/config/test_ranges.py checks that each
 # numeric key of the schema is here, in RELATIVE or a seed.
 RANGES: dict[str, Range] = {
     "data.sequences": at_least(1),

@@ -1,7 +1,7 @@
 """The schema of conf/ and params.yaml: one dataclass per config group, and the
 constants that bound their values. Every default is declared once: here, or for an
 experiment's group in its own config module (pipeline/experiments/<name>/config.py,
-found through pipeline/core/kinds.py's EXPERIMENTS). tests/test_config.py checks that
+found through pipeline/core/kinds.py's EXPERIMENTS). tests/config/test_config.py checks that
 conf/ composes to exactly these values and that params.yaml is what
 `python -m pipeline.params` writes from conf/.
 """

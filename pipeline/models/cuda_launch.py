@@ -11,7 +11,7 @@ L1/L2 after the first epoch) and writes only each epoch's loss and accuracy.
 The kernels take float64 runs on a cuda device. torch's tensors pass to numba
 zero-copy (`numba.cuda.as_cuda_array`, the __cuda_array_interface__), on torch's
 current stream. Under numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, the tests
-on a CPU: tests/test_cuda_kernels.py) the same kernels run on numpy views of CPU
+on a CPU: tests/models/test_cuda_kernels.py) the same kernels run on numpy views of CPU
 tensors, each CUDA thread a Python thread.
 
 Every kernel trains the runs in place, `first` .. `first + count` epochs per

@@ -27,7 +27,7 @@ parameters (`window.kernel_step`): du_k += Wv_layer dbeta, du_v += Wv_layer dgam
 the head's (`pooling.head_gradients`), dWq_layer = Wk_layer dA^T / sqrt(d_k) per
 row, dWk_layer = Wq_layer dA / sqrt(d_k), dWv_layer = u_k dbeta^T + u_v dgamma^T.
 
-tests/test_cuda_kernels.py runs it in numba's simulator against autograd through
+tests/models/test_cuda_kernels.py runs it in numba's simulator against autograd through
 `window.attend` (the definition), to 1e-10.
 """
 

@@ -4,7 +4,7 @@ Per run: keys K_t = Wk x_t, values V_t = Wv x_t, one learned query q,
 weights a = softmax(q . K_t / sqrt(d_k)), logit o = w . sum_t a_t V_t + b.
 
 Its fast path in training: gradients derived by hand (`gradient_step`;
-tests/test_train.py checks them against torch autograd through `forward`). With a
+tests/models/test_train.py checks them against torch autograd through `forward`). With a
 reading channel and a one-hot marker channel, every softmax sum splits into the
 marked step and three moments over the unmarked steps (`TrainingSet`), which is
 what makes 1000 runs cheap. Like the lesson, the probability in the gradient uses

@@ -28,7 +28,7 @@ The layer's weights are packed: position t keeps the slots of its keys
 j = t - min(w, t + 1) + 1 .. t only (`slot_starts`), 78 for w = T = 12 instead of
 144. Runs sit innermost, in tiles of `TILE`; threads take whole tiles. Training's
 step (`logits_and_gradients`) runs each tile's backward right after its forward.
-tests/test_models.py and tests/test_debate_training.py check the logits and
+tests/models/test_models.py and tests/experiments/test_debate_training.py check the logits and
 gradients against autograd through `window.attend`, the definition.
 numba caches the compiled loops next to this file (`cache=True`): the first use
 after an install compiles them, once.

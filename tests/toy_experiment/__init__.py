@@ -1,4 +1,4 @@
-"""A toy experiment, registered by tests/test_experiments.py alone: the mean of each
+"""A toy experiment, registered by tests/experiments/test_experiments.py alone: the mean of each
 lesson run's largest pooling weight over the held-out sequences. One folder and one
 registry line (`kinds.register_experiment`) put it in every framework."""
 

@@ -6,7 +6,7 @@ So the lesson stages run full-size under torch's scalar, AVX2 and AVX-512 paths,
 MKL's automatic path, numba compiling for this host, on one thread and two, and
 must give the committed bytes; the study, the battery and grid cells run small
 under the same paths and must agree with each other. The slow tier's one full-size
-check (tests/test_committed_outputs.py) runs the whole pipeline under the path
+check (tests/stages/test_committed_outputs.py) runs the whole pipeline under the path
 furthest from the pin.
 """
 

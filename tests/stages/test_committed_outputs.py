@@ -4,7 +4,7 @@ golden numbers among them, and the check names a file that was edited by one byt
 each stage's peak memory in that run is within its estimate's bounds.
 
 It runs under the kernel path furthest from the pin (AVX-512, MKL's own path, numba
-for this host: tests/test_kernels.py; one thread, as .ci/check-outputs sets), as
+for this host: tests/core/test_kernels.py; one thread, as .ci/check-outputs sets), as
 another CPU would bring it: the pin must hold the bytes there too."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 
 from benchmarks.bench_memory import ESTIMATES, measuring_path, peaks_by_stage
 from tests.conftest import assert_golden, changed_files, clone_project, git_commit
-from tests.test_kernels import kernel_env
+from tests.core.test_kernels import kernel_env
 
 pytestmark = pytest.mark.slow
 
@@ -53,7 +53,7 @@ def test_a_fresh_clone_reproduces_every_committed_output(checked):
 
 # The defaults' every stage and grid cell as DVC ran it, its peak resident memory
 # against its estimate (pipeline/memory/): at or above it, at most twice it.
-# tests/test_memory.py measures a larger configuration the same way.
+# tests/memory/test_memory.py measures a larger configuration the same way.
 def test_every_stage_s_estimate_is_at_least_its_peak_and_at_most_twice_it(checked):
     from omegaconf import OmegaConf
 

@@ -104,7 +104,7 @@ def test_a_signal_cancels_the_queued_jobs_and_ends_the_running_ones(torch_thread
 
 def test_training_ends_at_the_next_epoch_once_stopped(stoppable):
     from pipeline.models.train import train
-    from tests.test_train import init_params, small_lesson
+    from tests.models.test_train import init_params, small_lesson
 
     inputs, labels = small_lesson(5150, 24, [12, 6, 6])
     threads.stop()

@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from tests.conftest import clone_project, git_commit, shrink_conf
-from tests.test_pipeline_dvc import ran_stages, restore_params
+from tests.stages.test_pipeline_dvc import ran_stages, restore_params
 
 pytestmark = pytest.mark.slow
 
@@ -195,7 +195,7 @@ def tiny_repo(path: Path) -> Path:
 
 
 def share(repo: Path, name: str) -> subprocess.CompletedProcess:
-    env = {**ENV, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**ENV, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     command = [sys.executable, "-m", "pipeline", "share", "origin", name]
     return subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True)
 

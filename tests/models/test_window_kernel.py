@@ -1,7 +1,7 @@
 """The window kind's compiled training loops (pipeline/models/window_kernel.py).
 
 That they compute `window.attend` and its autograd gradients is checked in
-tests/test_models.py (test_hand_gradients_of_every_kind_are_autograds,
+tests/models/test_models.py (test_hand_gradients_of_every_kind_are_autograds,
 test_fast_training_is_autograd_training);
 here: what the threads, tiles and blocks must not change, and failure.
 """
@@ -15,7 +15,7 @@ from pipeline.config import ModelConfig
 from pipeline.core.errors import DivergenceError
 from pipeline.models import interface, train, window, window_kernel
 from pipeline.models.parameters import to_flat
-from tests.test_models import F64, STEPS, random_inputs, random_params, small_set
+from tests.models.test_models import F64, STEPS, random_inputs, random_params, small_set
 
 CFG = ModelConfig(kind="window")
 THREADS = torch.get_num_threads()

@@ -154,7 +154,7 @@ def test_every_table_fits_and_every_caption_shows_in_a_browser():
     from pathlib import Path
 
     from scripts.mlflow_ui import CHROMIUM, chromium_page
-    from tests.test_tables import markdown_tables
+    from tests.reporting.test_tables import markdown_tables
 
     if not Path(CHROMIUM).exists():
         pytest.skip(f"no browser at {CHROMIUM} (apt install chromium)")

@@ -4,7 +4,7 @@ reruns, experiments, refusals, and what the track stage leaves in MLflow.
 These tests check behaviour (what reruns, what is refused, what is logged), not the
 lesson's numbers: the clone's conf/ holds the small config (conftest.small_overrides),
 so each repro takes seconds. The one full-size check of the committed outputs is
-tests/test_committed_outputs.py. The tests share one clone and run in order.
+tests/stages/test_committed_outputs.py. The tests share one clone and run in order.
 """
 
 from __future__ import annotations
@@ -344,7 +344,7 @@ def test_paths_outside_the_output_folders_are_refused(repo, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("not yours\n")
     lock = (repo / "dvc.lock").read_text()
-    # tests/test_config.py refuses each kind of path in process; here DVC's way in.
+    # tests/config/test_config.py refuses each kind of path in process; here DVC's way in.
     for override, key in (
         (f"paths.tracked_state={victim}", "paths.tracked_state"),
         ("paths.step_weights=mlflow.db", "paths.step_weights"),

@@ -91,7 +91,7 @@ def test_params_yaml_is_what_dvc_composes(tmp_path):
 
 
 def run_app(*args: str, cwd=PROJECT_ROOT) -> subprocess.CompletedProcess:
-    """pipeline.run, logging nowhere (tests/test_sweep.py checks what it logs)."""
+    """pipeline.run, logging nowhere (tests/scaleout/test_sweep.py checks what it logs)."""
     command = [sys.executable, "-m", "pipeline.run", *args, "tracking.enabled=false"]
     return subprocess.run(command, cwd=cwd, capture_output=True, text=True)
 
@@ -688,7 +688,7 @@ def test_a_bomb_or_a_bad_byte_in_conf_is_one_line_from_the_commands(tmp_path, mo
 
 def test_a_bomb_in_params_yaml_is_one_line_from_a_stage_before_torch_loads(tmp_path):
     """Issue 52, case 1: `python -m pipeline.stages.train` ran 121 s until killed."""
-    from tests.test_bounds import with_importtime
+    from tests.config.test_bounds import with_importtime
 
     (tmp_path / PARAMS_FILE).write_text(composed_yaml() + anchor_bomb())
     code, imported, other = with_importtime(["-m", "pipeline.stages.train"], tmp_path)
@@ -710,7 +710,7 @@ def test_an_empty_or_list_shaped_params_yaml_says_so_and_how_to_regenerate_it(
 ):
     """Issue 53, case 4: an empty file was read as the full-size defaults (the data's
     provenance blamed); a list gave `Index 'grid' (str) is not an int`."""
-    from tests.test_bounds import with_importtime
+    from tests.config.test_bounds import with_importtime
 
     (tmp_path / PARAMS_FILE).write_text(content)
     code, _, other = with_importtime(["-m", "pipeline.stages.train"], tmp_path)

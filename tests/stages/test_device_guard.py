@@ -3,7 +3,7 @@
 CI has no GPU. tests/device_guard.py simulates one: tensors on the runs' device
 that hold CPU data, and an error wherever an op mixes them with CPU tensors, as
 CUDA raises. Each computing stage's run() goes through it on a small config and
-must write the CPU's bytes (tests/stage_runs.py). The GPU tier (tests/test_gpu.py)
+must write the CPU's bytes (tests/stage_runs.py). The GPU tier (tests/models/test_gpu.py)
 runs the same stages on real CUDA.
 """
 

@@ -152,7 +152,7 @@ def test_byte_sizes_read_as_people_write_them():
 
 # Each stage run as DVC runs it, its peak resident memory against its estimate:
 # at or above it, at most twice it. The defaults' every stage and grid cell are
-# measured in the one full-size run (tests/test_committed_outputs.py); here the main
+# measured in the one full-size run (tests/stages/test_committed_outputs.py); here the main
 # stages of multihead (its battery in 16 chunks) with the largest family of cells (a
 # window layer, and an order task's control trained beside it) at 300 seeds. The
 # cell's peak does not grow with its seeds, which run in chunks (808 MiB at the

@@ -10,7 +10,7 @@ import pytest
 from pipeline import tracking
 from pipeline.browse import compare
 from pipeline.config import TaskConfig
-from tests.test_tracking import committed_state
+from tests.tracking.test_tracking import committed_state
 
 
 def test_one_row_per_version_with_each_variants_own_numbers(default_cfg, store, capsys):
