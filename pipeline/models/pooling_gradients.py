@@ -19,8 +19,8 @@ alone; the chain above is the same: the lesson's and posenc's `loss_step`.
 
 Posenc pools over x_t + p_t: p enters as `offsets`, shared by every example, so its
 part of each sum is taken once per step, not once per example.
-tests/models/test_models.py and tests/experiments/test_debate_training.py check every kind's gradients
-against autograd through `forward`, the definition.
+tests/models/test_models.py and tests/experiments/test_debate_training.py check every
+kind's gradients against autograd through `forward`, the definition.
 """
 
 from __future__ import annotations

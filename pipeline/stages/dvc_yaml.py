@@ -12,8 +12,8 @@ nothing. So the code deps are not written by hand: `python -m pipeline.params`
 rewrites each stage's `pipeline/...` lines from its import closure, read from the
 source (function-level imports too), from its entry point outwards, following the
 plug-ins a framework finds by name (pipeline/core/kinds.py): every model kind where
-the models are loaded, and each experiment's part where the framework that reads
-it is (its config where the schema is, its memory terms where the memory bound is).
+the models are loaded, and each experiment's part where a framework reads its
+results (its section where the report is, its tracked numbers where tracking is).
 
 One line per folder of pipeline/ the stage loads from, except the stages' own
 modules and the experiments' parts, which are listed file by file (a change in one
@@ -32,16 +32,16 @@ from pipeline.core.paths import PROJECT_ROOT
 BEGIN, END = "  # experiments: begin", "  # experiments: end"
 STAGE_FILE = "stage.yaml"  # an experiment's stages, in its folder
 
-# The frameworks that look experiments up by name, and the parts of each they load
-# (a part an experiment does not have is skipped).
+# The frameworks that read what the experiments write, and the parts of each they load
+# (a part an experiment does not have is skipped). Every stage also loads every
+# experiment's config and memory terms (the config's checks, the memory bound), but
+# those decide only whether a stage runs, never what it writes: they are no stage's
+# deps but their own experiment's, so that adding an experiment reruns nothing else.
 EXPERIMENT_READERS = {
-    "pipeline.config.schema": ("config",),
-    "pipeline.config.outputs": ("config",),
-    "pipeline.memory.stages": ("memory",),
     "pipeline.reporting.report": ("section",),
     "pipeline.reporting.headline": ("section",),
     "pipeline.tracking.runs": ("tracked",),
-    "pipeline.config.provenance": ("", "results"),  # DOCUMENT and SHAPE, or read(cfg)
+    "pipeline.config.results": ("", "results"),  # DOCUMENT and SHAPE, or read(cfg)
 }
 FILE_BY_FILE = ("pipeline/stages/", "pipeline/experiments/")
 CODE_LINE = re.compile(r"^( *)- pipeline/\S*\n", re.M)

@@ -11,6 +11,7 @@ import pandas as pd
 
 from pipeline.analysis.golden import is_lesson_config
 from pipeline.config import Config, load_params, provenance
+from pipeline.config.results import experiment_results
 from pipeline.core.files import (
     read_csv,
     read_json,
@@ -137,7 +138,7 @@ def main() -> None:
     document = read_json(cfg.paths.metrics)
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)
-    results = provenance.experiment_results(cfg)
+    results = experiment_results(cfg)
     markdown, pngs, weights, page = run(
         cfg, document, steps, curves, report_results(cfg, results), cells=True
     )

@@ -17,7 +17,15 @@ from pathlib import Path
 import yaml
 
 from pipeline import tracking
-from pipeline.config import PARAMS_FILE, Config, TrackingConfig, load_params, provenance, validate
+from pipeline.config import (
+    PARAMS_FILE,
+    Config,
+    TrackingConfig,
+    load_params,
+    provenance,
+    validate,
+)
+from pipeline.config.results import experiment_results
 from pipeline.core.files import read_csv, read_json, read_parquet, require, write_json
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.reporting import summary
@@ -61,7 +69,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         parameters=read_parquet(cfg.paths.parameters),  # each seed's model (registered.py)
         report_html=require(Path(cfg.paths.report_html)).read_text(),
         params_yaml=params_snapshot(cfg),
-        experiments=provenance.experiment_results(cfg),
+        experiments=experiment_results(cfg),
     )
 
 
@@ -78,7 +86,7 @@ def log_once(cfg: Config, metrics: dict) -> str:
     provenance.verify_inputs(cfg, "track")
     root, uri = Path.cwd(), tracking.store_uri(cfg.tracking)
     hashes = tracking.lock_hashes(root / "dvc.lock", cfg)
-    battery = tracking.battery_documents(provenance.experiment_results(cfg))
+    battery = tracking.battery_documents(experiment_results(cfg))
     digest = tracking.state_digest(cfg, metrics, hashes, None, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)
     logged = False

@@ -61,7 +61,7 @@ class PipelineState:
 
 def battery_documents(experiments: dict) -> dict:
     """What a state's digest holds of the experiments: each one's results by name
-    (provenance.experiment_results). The track stage's no-op check and the logged
+    (config.results.experiment_results). The track stage's no-op check and the logged
     state both digest this: one definition, or the check never finds the state it
     logged."""
     return dict(experiments)

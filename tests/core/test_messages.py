@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.config import PROJECT_ROOT, compose, provenance, validate
+from pipeline.config.results import experiment_results
 from pipeline.core import files
 from pipeline.core.errors import ConfigError, OutputError
 from pipeline.core.kinds import experiment
@@ -179,12 +180,12 @@ def test_an_experiment_s_document_of_another_shape_is_one_line(
     for document in ([], {}, {**committed, key: "text"}, "text"):
         path.write_text(json.dumps(document))
         with pytest.raises(ConfigError) as err:
-            provenance.experiment_results(small_cfg)
+            experiment_results(small_cfg)
         text = str(err.value)
         assert text.startswith(f"{path} is not the document the {stage} stage writes (")
         assert text.endswith(f"rerun `dvc repro --force -s {stage}`") and "\n" not in text
     path.write_text(json.dumps(committed))
-    assert provenance.experiment_results(small_cfg)[stage] == committed
+    assert experiment_results(small_cfg)[stage] == committed
 
 
 def test_lock_subset_needs_only_the_standard_library():

@@ -19,11 +19,11 @@ kinds.register_experiment("top_weight", "tests.toy_experiment")
 
 from pipeline.config import ConfigError, compose, validate
 from pipeline.config.conf_files import written
-from pipeline.config.provenance import experiment_results
+from pipeline.config.results import experiment_results
 from pipeline.config.schema import CONF_DIR
 from pipeline.memory import stage_estimates
 from pipeline.reporting.headline import headline
-from pipeline.reporting.report import experiments as report_sections
+from pipeline.reporting.report import experiments
 from pipeline.reporting.inputs import ReportInputs
 from pipeline.stages.dvc_yaml import generated
 from pipeline.tracking.runs import experiment_metrics, parent_metrics
@@ -46,10 +46,9 @@ for override in ("+top_weight.high=2", "+top_weight.note="):
 seen["memory"] = "top_weight" in stage_estimates(cfg)
 document = {"runs": {"1": 0.25, "2": 0.75}}
 inputs = ReportInputs(cfg, {}, None, False, experiments={"top_weight": document})
-seen["report"] = report_sections(inputs)
+seen["report"] = experiments(0, float("inf"))(inputs)
 seen["headline"] = headline({"seed_gap": 0, "heldout_accuracy_mean": 0, "runs": {}},
-    {"heldout_accuracy": {"mean": 0, "ci95_low": 0, "ci95_high": 0}, "seeds": 2,
-     "pair_gap": {"p_at_least_observed": 0}}, {"runs": {}}, {"top_weight": document})
+    {"top_weight": document})
 seen["run_metrics"] = experiment_metrics({"top_weight": document}, "2")
 seen["dvc_yaml"] = generated((Path.cwd() / "dvc.yaml").read_text())
 seen["results"] = list(experiment_results(cfg))

@@ -839,7 +839,7 @@ def test_the_store_and_its_artifacts_are_the_owner_s_alone_whatever_the_umask(
 
 def test_the_digest_holds_every_experiment_document_as_the_track_stage_reads_them(default_cfg):
     """The track stage's no-op check digests the documents it reads from disk
-    (provenance.experiment_results); the logged state digests its own. Each
+    (config.results.experiment_results); the logged state digests its own. Each
     document must move the state's digest, the same way: a state whose digest left
     out abstraction and roar was never found by the check, so every `dvc repro` of the
     track stage imported mlflow (CI caught it)."""
