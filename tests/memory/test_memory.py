@@ -26,7 +26,7 @@ TOO_BIG = [
     ("grid.seeds=10000000", "grid.seeds=10000000"),
     # Issue 33: captum's perturbed copies are bounded too.
     ("faithfulness.robustness_samples=1000000", "faithfulness.robustness_samples=1000000"),
-    # the field's stages (pipeline/memory/field.py): abstraction's maps on every
+    # the field's stages (their experiments' memory.py): abstraction's maps on every
     # ordered pair of held-out sequences, and fitted on abstraction.pairs
     ("abstraction.pairs=1000000000", "abstraction.pairs=1000000000"),
     ("abstraction.hidden=10000000", "abstraction.hidden=10000000"),

@@ -1,5 +1,5 @@
 """The section "Erasure and disagreement" of report.md, from reports/erasure/metrics.json
-(the erasure stage, pipeline/field/): tables and a reading generated from the numbers,
+(the erasure stage, this folder): tables and a reading generated from the numbers,
 saying what each test says and whether it agrees with the known answer (the task's
 rationale decides every label)."""
 

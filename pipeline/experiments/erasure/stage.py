@@ -3,7 +3,7 @@
 On the lesson's runs (models/parameters.parquet) and the study's first erasure.seeds
 runs (reports/study/params.parquet), over the held-out sequences: Serrano & Smith's
 erasure and decision flips, Krishna et al.'s agreement metrics between explainers and
-against the task's rationale (pipeline/field/). Writes reports/erasure/metrics.json
+against the task's rationale (this folder). Writes reports/erasure/metrics.json
 (per lesson run, and over the study's runs with the study's bootstrap intervals) and
 reports/erasure/seeds.csv (one row per study run, test, row and metric).
 """
