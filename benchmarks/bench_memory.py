@@ -51,7 +51,7 @@ def stage_commands(cfg) -> dict[str, list[str]]:
     }
     for name, cell in cfg.grid.cells.items():
         commands[f"grid@{name}"] = [
-            sys.executable, "-m", "pipeline.stages.grid", cell.task, cell.variant
+            sys.executable, "-m", "pipeline.experiments.grid.stage", cell.task, cell.variant
         ]  # fmt: skip
     for name, cell in cfg.debate.cells.items():
         commands[f"debate@{name}"] = [

@@ -12,8 +12,8 @@ from scipy.stats import rankdata, spearmanr
 
 from pipeline.analysis import explainers, sanity
 from pipeline.config import compose, validate
-from pipeline.config.cells import cell_config
 from pipeline.core.kinds import VARIANTS
+from pipeline.experiments.grid.cell import cell_config
 from pipeline.models import interface
 from pipeline.reporting.faithfulness_section import sanity_table
 from pipeline.reporting.sanity_reading import sanity_reading

@@ -1,17 +1,49 @@
-"""The cells of the next lesson's grid and of the attention debate: a task and a named
-model variant (pipeline/core/kinds.py) on the lesson's settings, trained as grid.epochs and
-grid.lr say; their configs, and the checks of the cells conf/ lists."""
+"""The cells of the experiments that train one task x model variant per DVC stage
+(the next lesson's grid, the attention debate): a task and a named model variant
+(pipeline/core/kinds.py) on the lesson's settings, trained as the experiment's settings
+say; their configs, and the checks of the cells conf/ lists.
+
+Imports nothing of the schema (pipeline/config/schema.py imports the experiments'
+config modules, which declare their cells with `GridCell`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
-from pipeline.config.bounds import check
-from pipeline.config.schema import Config, GridCell, ModelConfig, TaskConfig
+from pipeline.config.intervals import check
 from pipeline.core.errors import ConfigError
 from pipeline.core.kinds import DEBATE_MAX_HEADS, POOLING_KINDS, TASKS, VARIANTS
 
+# The schema's Config and ModelConfig, not imported: the schema imports this module.
+Config = ModelConfig = Any
+
 PROBE_STEPS = 16  # sequence lengths on which a task's rationale is probed
+
+
+@dataclass
+class GridCell:
+    task: str
+    variant: str  # a name of pipeline/core/kinds.py
+
+
+class CellTraining(Protocol):
+    """The settings a cell trains with instead of the lesson's train.epochs and train.lr."""
+
+    epochs: int
+    lr: float
+
+
+def variant_cells(attribute: str) -> dict[str, GridCell]:
+    """Each task module's `attribute` (GRID_VARIANTS, DEBATE_VARIANTS: pipeline/tasks/)
+    as cells under their keys <task>-<variant>: an experiment's default cells."""
+    from pipeline.tasks import task_module
+
+    return {
+        f"{task}-{variant}": GridCell(task, variant)
+        for task in TASKS
+        for variant in getattr(task_module(task), attribute, ())
+    }
 
 
 def cell_label(task: str, variant: str) -> str:
@@ -24,12 +56,15 @@ def variant_config(variant: str, base: ModelConfig) -> ModelConfig:
     return replace(base, **VARIANTS[variant])
 
 
-def cell_config(cfg: Config, task: str, variant: str) -> Config:
-    """A grid cell's config: the task and the model variant on the lesson's settings,
-    with the grid's own epochs and learning rate."""
-    train = replace(cfg.train, epochs=cfg.grid.epochs, lr=cfg.grid.lr)
+def cell_config(cfg: Config, task: str, variant: str, training: CellTraining) -> Config:
+    """A cell's config: the task and the model variant on the lesson's settings, with
+    `training`'s own epochs and learning rate."""
+    train = replace(cfg.train, epochs=training.epochs, lr=training.lr)
     return replace(
-        cfg, task=TaskConfig(kind=task), model=variant_config(variant, cfg.model), train=train
+        cfg,
+        task=replace(cfg.task, kind=task),
+        model=variant_config(variant, cfg.model),
+        train=train,
     )
 
 

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
+from pipeline.config.cells import GridCell
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.core.paths import PROJECT_ROOT
 
@@ -45,7 +46,7 @@ MAX_BYTES = 8 * 2**30
 
 
 BASE_NUMBER_GROUPS = (
-    "data", "task", "model", "train", "eval", "study", "faithfulness", "grid", "debate",
+    "data", "task", "model", "train", "eval", "study", "faithfulness", "debate",
 )  # fmt: skip
 
 
@@ -123,42 +124,6 @@ class FaithfulnessConfig:
     robustness_radius: float = 0.02  # sensitivity's L-infinity ball, infidelity's noise std
 
 
-@dataclass
-class GridCell:
-    task: str
-    variant: str  # a name of pipeline/core/kinds.py
-
-
-def grid_cells() -> dict[str, GridCell]:
-    """The grid's default cells: each task module's GRID_VARIANTS (pipeline/tasks/),
-    which conf/grid/lesson.yaml lists as well (DVC composes conf/ alone)."""
-    from pipeline.core.kinds import TASKS
-    from pipeline.tasks import task_module
-
-    return {
-        f"{task}-{variant}": GridCell(task, variant)
-        for task in TASKS
-        for variant in getattr(task_module(task), "GRID_VARIANTS", ())
-    }
-
-
-@dataclass
-class GridConfig:
-    """The next lesson's grid (pipeline/analysis/grid.py): task x model cells, each a
-    DVC stage grid@<name> (dvc.yaml's foreach over `cells`)."""
-
-    cells: dict[str, GridCell] = field(default_factory=grid_cells)
-    seeds: int = 20  # per cell; 1000 for the docs' distributions
-    solved: float = 0.95  # a seed solves the task at this held-out accuracy
-    shuffle_seed: int = 0  # the shuffled-steps control's permutations
-    faithfulness_seeds: int = 100  # each cell's first seeds through the faithfulness battery
-    # The cells' training: the lesson's baseline, set here rather than read from train.
-    # So an experiment on the lesson's training (`-S train.lr=0.3`) leaves the grid as
-    # it is; `-S grid.lr=0.3` moves the grid's.
-    epochs: int = 200
-    lr: float = 0.6
-
-
 def debate_cells() -> dict[str, GridCell]:
     """The debate's default cells: each task module's DEBATE_VARIANTS (pipeline/tasks/),
     which conf/debate/lesson.yaml lists as well."""
@@ -220,8 +185,6 @@ class BasePaths:
     study_faithfulness: str = "reports/study/faithfulness.json"
     study_faithfulness_seeds: str = "reports/study/faithfulness.parquet"
     tracked_state: str = ".mlflow-state.json"
-    grid: str = "reports/grid"  # one <task>-<variant>.json per cell of the next lesson
-    next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
     debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
     debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
 
@@ -254,7 +217,6 @@ Config = make_dataclass(
         ("eval", EvalConfig, field(default_factory=EvalConfig)),
         ("study", StudyConfig, field(default_factory=StudyConfig)),
         ("faithfulness", FaithfulnessConfig, field(default_factory=FaithfulnessConfig)),
-        ("grid", GridConfig, field(default_factory=GridConfig)),
         ("debate", DebateConfig, field(default_factory=DebateConfig)),
         *(
             (name, config.Settings, field(default_factory=config.Settings))

@@ -69,6 +69,7 @@ def register_task(kind: str, module: str | ModuleType) -> None:
 # The experiments (pipeline/experiments/<name>/, docs/architecture.md), in the order
 # of their config groups in params.yaml: each is one folder and one line here.
 EXPERIMENTS: dict[str, str] = {
+    "grid": "pipeline.experiments.grid",
     "erasure": "pipeline.experiments.erasure",
     "abstraction": "pipeline.experiments.abstraction",
     "roar": "pipeline.experiments.roar",

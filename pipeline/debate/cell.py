@@ -1,7 +1,7 @@
 """One cell of the attention debate (reports/debate/<task>-<variant>.json): every
 paper's test on one task and one model variant, against the task's true rationale.
 
-The runs are the grid's (pipeline/analysis/grid.py): the lesson's data, held-out
+The runs are the grid's (pipeline/experiments/grid/cell.py): the lesson's data, held-out
 split and init streams, trained with grid.epochs and grid.lr. Tests that read
 trained runs (the exact adversary, permuted attention, seed variance) use
 debate.seeds of them; tests that train runs of their own (uniform, frozen and
@@ -348,7 +348,7 @@ def consistent_numbers(
 
 def run_cell(cfg: Config, task: str, variant: str) -> dict:
     """One cell's document (reports/debate/<task>-<variant>.json)."""
-    cell = cell_config(cfg, task, variant)
+    cell = cell_config(cfg, task, variant, cfg.grid)  # trained as the grid's cells
     settings = cfg.debate
     device, dtype = device_and_dtype(cell.train)
     frame = data.generate(cell.data, task)

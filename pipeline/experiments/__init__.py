@@ -14,14 +14,25 @@ and read what its folder declares.
   params.yaml with every default, declared once; `PATHS`, its outputs' keys under
   `paths.` with their defaults, and `FOLDERS`, those that are folders; `RANGES` and
   `RELATIVE`, each numeric key's range (a `Range`) or its range in words;
-  `check_settings(cfg)`, the checks across keys.
+  `check_settings(cfg)`, the checks across keys. Optional: `REPLACED`, its settings
+  of named entries (a dict, like grid.cells) that a configured value replaces rather
+  than merges into the defaults; `TRACKING_SUFFIX`, the suffix of the MLflow
+  experiment its stages log to (`<tracking.experiment><suffix>`), which the config
+  check keeps within MLflow's limit.
 - `memory.py`: `stage_terms(cfg)`, each of its stages' dominant allocations
   (`MemoryTerm`s) by the stage's name in dvc.yaml.
 - `section.py` (imports no torch): `SECTIONS`, its sections of report.md as (place,
-  function of the results -> markdown), placed among every experiment's by place;
-  `headline(results)`, its entries of reports/headline.json.
+  function of the results -> markdown, "" where it has nothing to show), placed
+  among every experiment's by place; `headline(results)`, its entries of
+  reports/headline.json.
 - `tracked.py`: `parent_metrics(results)` and `run_metrics(results, seed)`, its
-  numbers on the MLflow parent run and on each lesson run's child.
-- `stage.py`: the DVC stage (`python -m pipeline.experiments.<name>.stage`).
+  numbers on the MLflow parent run and on each lesson run's child. An experiment
+  whose stages log their own runs (the cells': pipeline/tracking/cell_runs.py) has
+  none: the track stage neither reads nor digests its results.
+- `stage.py`: the DVC stage (`python -m pipeline.experiments.<name>.stage`); an
+  experiment of many stages has a module per stage (a foreach stage's cells, each
+  `<name>@<cell>`, then the stage that reads them all), each found by dvc.yaml's cmd.
+  Cells of a task x model variant share pipeline/config/cells.py (`GridCell`,
+  `cell_config`, the checks), pipeline/memory/ and pipeline/tracking/cell_runs.py.
 - its computations, pure functions over tensors, one module per idea.
 """

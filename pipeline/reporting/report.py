@@ -8,6 +8,7 @@ the figures live in the *figures.py modules, and a section links them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from pipeline.analysis.golden import LESSON
 from pipeline.core.kinds import experiment_part
@@ -23,10 +24,8 @@ from pipeline.reporting.lesson_tables import (
     runs_markdown,
     variant_table,
 )
-from pipeline.reporting.next_lesson import next_lesson_section
 from pipeline.reporting.reading import reading
 from pipeline.reporting.study_section import seeds_at_scale
-from pipeline.reporting.suppressors import suppressor_section
 
 TITLE = "Do attention weights explain the model?"
 
@@ -113,12 +112,6 @@ def model_variant(inputs: ReportInputs) -> list[str]:
     ]
 
 
-def next_lesson(inputs: ReportInputs) -> list[str]:
-    if not inputs.grid_cells:
-        return []
-    return [next_lesson_section(inputs.grid_cells, inputs.grid_images).strip()]
-
-
 def attention_debate(inputs: ReportInputs) -> list[str]:
     if not inputs.debate_cells:
         return []
@@ -128,21 +121,18 @@ def attention_debate(inputs: ReportInputs) -> list[str]:
 Section = Callable[[ReportInputs], list[str]]
 
 
-def experiments(inputs: ReportInputs) -> list[str]:
-    """Each experiment's sections where its stage ran, in their places' order."""
+def experiments(inputs: ReportInputs, places: range = range(0, 1000)) -> list[str]:
+    """Each experiment's sections where its stage ran, in their places' order (a
+    section with nothing to show, "", is left out); those placed in `places`."""
     placed = [
         (place, section, document)
         for name, document in inputs.experiments.items()
         if document is not None
         for place, section in experiment_part(name, "section").SECTIONS
+        if place in places
     ]
-    return [section(document) for _, section, document in sorted(placed, key=lambda p: p[0])]
-
-
-def suppressors(inputs: ReportInputs) -> list[str]:
-    """Suppressor variables: the grid's cells on a task with a suppressor channel."""
-    section = suppressor_section(inputs.grid_cells)
-    return [section] if section else []
+    texts = [section(document) for _, section, document in sorted(placed, key=lambda p: p[0])]
+    return [text for text in texts if text]
 
 
 SECTIONS: list[Section] = [
@@ -155,10 +145,9 @@ SECTIONS: list[Section] = [
     model_variant,
     seeds_at_scale,
     faithful,
-    next_lesson,
-    attention_debate,
-    experiments,
-    suppressors,
+    partial(experiments, places=range(0, 20)),
+    attention_debate,  # place 20, until the debate is an experiment
+    partial(experiments, places=range(20, 1000)),
 ]
 
 

@@ -29,10 +29,10 @@ def main() -> None:
 def log(cfg: Config, cells: list[tuple[Path, dict]]) -> None:
     """One parent run per cell, its config the cell's own (the task, the variant)."""
     from pipeline.tracking import store_uri
-    from pipeline.tracking.cell_runs import log_cells
+    from pipeline.tracking.cell_runs import DEBATE, log_cells
 
-    cells = [(cell_config(cfg, d["task"], d["variant"]), d, path) for path, d in cells]
-    new = sum(fresh for _, fresh in log_cells(cfg, cells, stage="debate"))
+    cells = [(cell_config(cfg, d["task"], d["variant"], cfg.grid), d, path) for path, d in cells]
+    new = sum(fresh for _, fresh in log_cells(cfg, cells, DEBATE, "debate"))
     print(f"logged {new} new of {len(cells)} debate cells in {store_uri(cfg.tracking)}")
 
 

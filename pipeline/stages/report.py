@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +11,7 @@ import torch
 from pipeline.analysis import stats
 from pipeline.analysis.golden import is_lesson_config
 from pipeline.config import Config, load_params, provenance
+from pipeline.config.outputs import folder_images, from_report
 from pipeline.core.files import (
     read_csv,
     read_json,
@@ -90,26 +90,11 @@ def run(
     return markdown, pngs, step_weights(steps), page
 
 
-def from_report(cfg: Config, directory: str | Path) -> str:
-    """`directory` as report.md links to it: relative to report.md's folder."""
-    return Path(os.path.relpath(directory, Path(cfg.paths.report).parent)).as_posix()
-
-
-def folder_images(cfg: Config, folder: str) -> list[str]:
-    """The PNGs of a stage's figure folder, as report.md links them, by name."""
-    prefix = from_report(cfg, folder)
-    return [f"{prefix}/{png.name}" for png in sorted(Path(folder).glob("*.png"))]
-
-
 def cell_inputs(cfg: Config) -> dict:
-    """The grid's and the debate's cells, with their stages' figures: the sections
-    "The next lesson" and "The attention debate" (none without cells); the field's
-    experiments' documents where their stages ran."""
-    grid = [document for _, document in provenance.grid_cells(cfg)]
+    """The debate's cells, with its stage's figures: the section "The attention
+    debate" (none without cells); the experiments' results where their stages ran."""
     debate = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
     return {
-        "grid_cells": grid,
-        "grid_images": folder_images(cfg, cfg.paths.next_lesson) if grid else [],
         "debate_cells": debate,
         "debate_images": folder_images(cfg, cfg.paths.debate_figures) if debate else [],
         "experiments": provenance.experiment_results(cfg),

@@ -62,7 +62,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         study=read_json(cfg.paths.study_summary),
         faithfulness=read_json(cfg.paths.faithfulness),
         study_faithfulness=read_json(cfg.paths.study_faithfulness),
-        experiments=provenance.experiment_results(cfg),
+        experiments=provenance.experiment_results(cfg, "tracked"),
     )
 
 
@@ -82,7 +82,7 @@ def log_once(cfg: Config, metrics: dict, study: dict) -> str:
     battery = tracking.battery_documents(
         read_json(cfg.paths.faithfulness),
         read_json(cfg.paths.study_faithfulness),
-        provenance.experiment_results(cfg),
+        provenance.experiment_results(cfg, "tracked"),
     )
     digest = tracking.state_digest(cfg, metrics, hashes, study, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)

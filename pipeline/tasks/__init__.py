@@ -10,7 +10,7 @@ offers, without torch:
   the faithfulness battery's rationale metrics are scored against; where it is
   every step they are constant and the grid leaves them out);
 - `HAND_SET` (model variant -> the name of a hand-set model in
-  pipeline/analysis/capacity.py) and `CANNOT` (variant -> why the kind cannot
+  pipeline/experiments/grid/capacity.py) and `CANNOT` (variant -> why the kind cannot
   express the rule): one of the two for every variant the grid runs on it;
 - `GRID_VARIANTS`: the model variants of its next-lesson cells (the grid's default
   cells; conf/grid/lesson.yaml lists the same, since DVC composes conf/ alone);
