@@ -55,7 +55,7 @@ def stage_commands(cfg) -> dict[str, list[str]]:
         ]  # fmt: skip
     for name, cell in cfg.debate.cells.items():
         commands[f"debate@{name}"] = [
-            sys.executable, "-m", "pipeline.stages.debate", cell.task, cell.variant
+            sys.executable, "-m", "pipeline.experiments.debate.stage", cell.task, cell.variant
         ]  # fmt: skip
     commands["report"] = [sys.executable, "-m", "pipeline.stages.report"]
     return commands

@@ -112,8 +112,8 @@ def grid_cells(cfg: Config) -> dict[str, bytes]:
 
 def debate_cells(cfg: Config) -> dict[str, bytes]:
     """Every debate cell, and debate_figures' figures from them."""
-    from pipeline.debate.cell import run_cell
-    from pipeline.reporting.debate_figures import debate_figures
+    from pipeline.experiments.debate.cell import run_cell
+    from pipeline.experiments.debate.figures import debate_figures
 
     documents = {f"debate {t}-{v}": run_cell(cfg, t, v) for t, v in DEBATE_CELLS}
     pngs = debate_figures([_read_back(document) for document in documents.values()])

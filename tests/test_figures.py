@@ -19,9 +19,9 @@ from matplotlib.patches import Rectangle
 
 from pipeline.analysis import stats
 from pipeline.config import PROJECT_ROOT, compose, provenance, validate
+from pipeline.experiments.debate.figures import debate_plots
 from pipeline.experiments.grid.figures import next_lesson_plots
 from pipeline.experiments.grid.section import experiments
-from pipeline.reporting.debate_figures import debate_plots
 from pipeline.reporting.drawing import Plot
 from pipeline.reporting.faithfulness_figures import faithfulness_figures
 from pipeline.reporting.figures import lesson_figures

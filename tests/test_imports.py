@@ -126,7 +126,6 @@ LAYERS = [
     ("models",),
     ("memory",),
     ("analysis",),
-    ("debate",),
     ("reporting",),
     ("tracking",),
     ("scaleout",),

@@ -84,8 +84,9 @@ def test_a_config_too_large_for_memory_stops_every_computing_stage_before_work(w
     """The memory bound is the stages' own (pipeline/memory/, above the config and
     the models): each one that computes refuses the config before reading its
     inputs, and the generate stage, which needs no model, still runs."""
+    from pipeline.experiments.grid import stage as grid
     from pipeline.experiments.roar import stage as roar
-    from pipeline.stages import faithfulness, grid, report, study
+    from pipeline.stages import faithfulness, report, study
 
     run_all_stages()
     before = output_bytes(workdir)

@@ -3,6 +3,7 @@ range in ranges.py, the outputs' paths in outputs.py, the cells in cells.py and 
 seeds and ceilings in bounds.py) and loading conf/ or params.yaml (load.py). The
 names every other package uses are imported here."""
 
+from pipeline.config.cells import GridCell
 from pipeline.config.checks import shard_of, validate
 from pipeline.config.load import (
     check_conf_yaml,
@@ -27,7 +28,6 @@ from pipeline.config.schema import (
     DataConfig,
     EvalConfig,
     FaithfulnessConfig,
-    GridCell,
     ModelConfig,
     PathsConfig,
     StudyConfig,

@@ -13,12 +13,10 @@ from typing import Any, Protocol
 
 from pipeline.config.intervals import check
 from pipeline.core.errors import ConfigError
-from pipeline.core.kinds import DEBATE_MAX_HEADS, POOLING_KINDS, TASKS, VARIANTS
+from pipeline.core.kinds import TASKS, VARIANTS
 
 # The schema's Config and ModelConfig, not imported: the schema imports this module.
 Config = ModelConfig = Any
-
-PROBE_STEPS = 16  # sequence lengths on which a task's rationale is probed
 
 
 @dataclass
@@ -92,33 +90,3 @@ def check_cells(
                 f"invalid config value {key}: a cell's key must be its <task>-<variant> "
                 f"(DVC names its stage and output after it), here {cell.task}-{cell.variant}"
             )
-
-
-def check_debate_cells(cfg: Config) -> None:
-    """The debate's cells: models whose pooling is linear in each head's weights (the
-    tests read such a logit; the exact adversary enumerates steps^heads vertex
-    combinations: pipeline/debate/adversary.py), on tasks whose rationale singles out
-    steps."""
-    applies = [
-        name
-        for name, model in VARIANTS.items()
-        if model["kind"] in POOLING_KINDS and model.get("heads", 1) <= DEBATE_MAX_HEADS
-    ]
-    note = f" (pooling linear in its weights, at most {DEBATE_MAX_HEADS} heads)"
-    tasks = (_singling_out_tasks(cfg.data.steps), " (a rationale that singles out steps)")
-    check_cells("debate", cfg.debate.cells, applies, note, tasks)
-
-
-def _singling_out_tasks(steps: int) -> list[str]:
-    """The tasks whose rationale singles out steps: not every step whatever the marked
-    one. Where it is every step, deceptive attention's penalty -log(1 - weight on it)
-    is infinite and the rationale's hit@1 is 1 whatever the explainer. Probed on at
-    most PROBE_STEPS steps, so that the check stays cheap before the size checks run."""
-    from pipeline.tasks import rationale_rows
-
-    probe = min(steps, PROBE_STEPS)
-    return [
-        task
-        for task in TASKS
-        if not all(all(row) for row in rationale_rows(task, list(range(probe)), probe))
-    ]

@@ -20,7 +20,6 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.config.bounds import check, check_generate_memory, check_integers, check_seeds
-from pipeline.config.cells import check_debate_cells
 from pipeline.config.outputs import check_paths
 from pipeline.config.ranges import allowed, check_ranges
 from pipeline.config.schema import (
@@ -70,11 +69,6 @@ def _check_values(cfg: Config) -> None:
     _check_names(cfg)
     _check_training(cfg)
     shard_of(cfg.study)
-    check_debate_cells(cfg)
-    debate = cfg.debate
-    check(debate.epsilons != [], "debate.epsilons", "must list at least one eps", [])
-    for key in ("penalties", "consistent_penalties"):
-        check(getattr(debate, key) != [], f"debate.{key}", "must list at least one lam", [])
     for name in EXPERIMENTS:  # each experiment's own checks (its config module)
         experiment_part(name, "config").check_settings(cfg)
     check_seeds(cfg)
@@ -149,13 +143,10 @@ def _check_training(cfg: Config) -> None:
 # a test checks that the two agree), less the longest suffix of the MLflow experiments
 # an experiment's stages log to (its config's TRACKING_SUFFIX).
 MAX_EXPERIMENT_NAME = 500
-DEBATE_SUFFIX = "-debate"  # the attention debate's experiment
 LONGEST_SUFFIX = max(
-    (
-        DEBATE_SUFFIX,
-        *(getattr(experiment_part(name, "config"), "TRACKING_SUFFIX", "") for name in EXPERIMENTS),
-    ),
+    (getattr(experiment_part(name, "config"), "TRACKING_SUFFIX", "") for name in EXPERIMENTS),
     key=len,
+    default="",
 )
 TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
 
@@ -223,8 +214,6 @@ def validate(raw: DictConfig | dict) -> Config:
                     # The configured entries replace the defaults; a merge would keep
                     # every default cell that conf/ no longer lists, and publish it.
                     setattr(schema[name], key, {})
-        if OmegaConf.select(OmegaConf.create(raw), "debate.cells") is not None:
-            schema.debate.cells = {}
         merged = OmegaConf.merge(schema, raw)
     except OmegaConfBaseException as err:
         raise _merge_error(err) from None

@@ -25,7 +25,7 @@ from pipeline.core.kinds import EXPERIMENTS, experiment_part
 NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below its own
 # paths.* that are folders
 FOLDER_KEYS = (
-    "figures", "provenance", "debate", "debate_figures",
+    "figures", "provenance",
     *(key for name in EXPERIMENTS for key in experiment_part(name, "config").FOLDERS),
 )  # fmt: skip
 

@@ -45,13 +45,6 @@ RANGES: dict[str, Range] = {
     "faithfulness.sanity_seeds": at_least(2),
     "faithfulness.robustness_samples": at_least(1),
     "faithfulness.robustness_radius": POSITIVE,
-    "debate.seeds": at_least(2),
-    "debate.trained_seeds": at_least(1),
-    "debate.epsilons": Range(0, 1, open_low=True, open_high=True, each="eps"),
-    "debate.permutations": at_least(1),
-    "debate.penalties": Range(0, each="lam"),
-    "debate.consistent_penalties": Range(0, each="lam"),
-    "debate.consistent_start": Range(0, 1, open_low=True),
 }
 
 # The ranges that depend on another key, in words.

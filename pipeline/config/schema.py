@@ -12,7 +12,6 @@ import re
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
-from pipeline.config.cells import GridCell
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.core.paths import PROJECT_ROOT
 
@@ -46,7 +45,7 @@ MAX_BYTES = 8 * 2**30
 
 
 BASE_NUMBER_GROUPS = (
-    "data", "task", "model", "train", "eval", "study", "faithfulness", "debate",
+    "data", "task", "model", "train", "eval", "study", "faithfulness",
 )  # fmt: skip
 
 
@@ -124,39 +123,6 @@ class FaithfulnessConfig:
     robustness_radius: float = 0.02  # sensitivity's L-infinity ball, infidelity's noise std
 
 
-def debate_cells() -> dict[str, GridCell]:
-    """The debate's default cells: each task module's DEBATE_VARIANTS (pipeline/tasks/),
-    which conf/debate/lesson.yaml lists as well."""
-    from pipeline.core.kinds import TASKS
-    from pipeline.tasks import task_module
-
-    return {
-        f"{task}-{variant}": GridCell(task, variant)
-        for task in TASKS
-        for variant in getattr(task_module(task), "DEBATE_VARIANTS", ())
-    }
-
-
-@dataclass
-class DebateConfig:
-    """The attention debate (pipeline/debate/, docs/debate.md): each paper's test on
-    task x model cells, each a DVC stage debate@<name>, trained as the grid's cells are
-    (grid.epochs, grid.lr)."""
-
-    cells: dict[str, GridCell] = field(default_factory=debate_cells)
-    seeds: int = 100  # runs of the tests that do not train: the adversary, permutations, seed pairs
-    trained_seeds: int = 10  # runs per setting of the tests that train: uniform, frozen, deceptive
-    epsilons: list[float] = field(default_factory=lambda: [0.01, 0.05])  # the adversary's bands
-    permutations: int = 100  # seeded random orders of each example's weights
-    permutation_seed: int = 0
-    penalties: list[float] = field(default_factory=lambda: [0.0, 0.1, 1.0, 10.0])  # deception's lam
-    # The model-consistent adversary's lam: the weight of the JSD it gains on its TVD.
-    consistent_penalties: list[float] = field(default_factory=lambda: [0.1, 1.0, 10.0])
-    # Where the model-consistent adversary starts: this far along the line from its base
-    # run to that run's init (1: from the init, as Wiegreffe & Pinter train theirs).
-    consistent_start: float = 0.05
-
-
 @dataclass
 class TrackingConfig:
     enabled: bool = True
@@ -185,8 +151,6 @@ class BasePaths:
     study_faithfulness: str = "reports/study/faithfulness.json"
     study_faithfulness_seeds: str = "reports/study/faithfulness.parquet"
     tracked_state: str = ".mlflow-state.json"
-    debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
-    debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
 
 
 def _experiment_settings() -> dict[str, Any]:
@@ -217,7 +181,6 @@ Config = make_dataclass(
         ("eval", EvalConfig, field(default_factory=EvalConfig)),
         ("study", StudyConfig, field(default_factory=StudyConfig)),
         ("faithfulness", FaithfulnessConfig, field(default_factory=FaithfulnessConfig)),
-        ("debate", DebateConfig, field(default_factory=DebateConfig)),
         *(
             (name, config.Settings, field(default_factory=config.Settings))
             for name, config in _EXPERIMENTS.items()

@@ -22,9 +22,9 @@ MODEL_KINDS: dict[str, str | ModuleType] = {
 
 # The kinds whose logit is linear in their heads' pooling weights,
 # sum_h sum_t a_{h,t} r_{h,t} + b with each a_h a distribution over the steps (and a
-# sink's value-less slot): what the debate's tests read (pipeline/debate/pooling.py).
+# sink's value-less slot): what the debate's tests read (pipeline/experiments/debate/pooling.py).
 POOLING_KINDS = {"lesson", "sink", "multihead", "posenc", "window"}
-# The most heads the debate's exact adversary enumerates (pipeline/debate/adversary.py):
+# The most heads the debate's exact adversary enumerates (pipeline/experiments/debate/adversary.py):
 # multihead4's, the largest variant (933k candidates per example over 12 steps).
 DEBATE_MAX_HEADS = 4
 
@@ -70,6 +70,7 @@ def register_task(kind: str, module: str | ModuleType) -> None:
 # of their config groups in params.yaml: each is one folder and one line here.
 EXPERIMENTS: dict[str, str] = {
     "grid": "pipeline.experiments.grid",
+    "debate": "pipeline.experiments.debate",
     "erasure": "pipeline.experiments.erasure",
     "abstraction": "pipeline.experiments.abstraction",
     "roar": "pipeline.experiments.roar",

@@ -20,12 +20,11 @@ sequences) is torch-free and checked with the config (pipeline/config/bounds.py)
 
 The package, one idea a module: `sizes` (the measured constants and the runs a pass
 holds), `study` (the study's machinery), `battery` (the faithfulness battery, the
-sanity checks, robustness), `cells` (the debate's cells), `stages`
+sanity checks, robustness), `stages`
 (each stage's estimate and `check_memory`), `device` (the memory of the device that
 trains, and the chunks sized for it).
 """
 
-from pipeline.memory.cells import debate_cell_terms
 from pipeline.memory.sizes import (
     BATTERY_RUNS,
     DEBATE_RUNS,
@@ -40,7 +39,6 @@ __all__ = [
     "adversary_pass",
     "candidate_count",
     "check_memory",
-    "debate_cell_terms",
     "estimated_bytes",
     "stage_estimates",
     "stage_terms",

@@ -15,7 +15,6 @@ from pipeline.memory.battery import (
     robustness_term,
     sanity_terms,
 )
-from pipeline.memory.cells import debate_cell_terms
 from pipeline.memory.device import DEVICE_PHASES, free_bytes, on_gpu
 from pipeline.memory.sizes import (
     LIGHT_STAGES,
@@ -54,8 +53,6 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
     }
     for name in EXPERIMENTS:  # each experiment's stages (its memory module)
         stages.update(experiment_part(name, "memory").stage_terms(cfg))
-    for name, cell in cfg.debate.cells.items():
-        stages[f"debate@{name}"] = debate_cell_terms(cfg, cell.task, cell.variant)
     return stages
 
 
@@ -125,9 +122,6 @@ def _reference_terms(cfg: Config, stage: str) -> list[MemoryTerm]:
     for name in EXPERIMENTS:  # its configured cells (REPLACED), at the default sizes
         for key in getattr(experiment_part(name, "config"), "REPLACED", ()):
             setattr(getattr(defaults, name), key, getattr(getattr(cfg, name), key))
-    if stage.startswith("debate@"):
-        cell = cfg.debate.cells[stage.removeprefix("debate@")]
-        return debate_cell_terms(defaults, cell.task, cell.variant)
     return stage_terms(defaults)[stage]
 
 

@@ -24,8 +24,6 @@ class ReportInputs:
     images: dict[str, Images] = field(default_factory=dict)  # by section: accuracy, weights, ...
     study: tuple[dict, pd.DataFrame] | None = None  # the seed study's summary and table
     faithfulness: tuple[dict, dict] | None = None  # faithfulness.json, its study summary
-    debate_cells: list[dict] = field(default_factory=list)
-    debate_images: list[str] = field(default_factory=list)  # debate_figures' figures' links
     # each experiment's results by name, None where its stage has not run
     experiments: dict[str, dict | None] = field(default_factory=dict)
 

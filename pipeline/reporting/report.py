@@ -8,11 +8,9 @@ the figures live in the *figures.py modules, and a section links them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
 
 from pipeline.analysis.golden import LESSON
 from pipeline.core.kinds import experiment_part
-from pipeline.reporting.debate import debate_section
 from pipeline.reporting.faithfulness_section import faithful
 from pipeline.reporting.inputs import ReportInputs, image_lines
 from pipeline.reporting.lesson_tables import (
@@ -112,24 +110,17 @@ def model_variant(inputs: ReportInputs) -> list[str]:
     ]
 
 
-def attention_debate(inputs: ReportInputs) -> list[str]:
-    if not inputs.debate_cells:
-        return []
-    return [debate_section(inputs.debate_cells, inputs.debate_images).strip()]
-
-
 Section = Callable[[ReportInputs], list[str]]
 
 
-def experiments(inputs: ReportInputs, places: range = range(0, 1000)) -> list[str]:
+def experiments(inputs: ReportInputs) -> list[str]:
     """Each experiment's sections where its stage ran, in their places' order (a
-    section with nothing to show, "", is left out); those placed in `places`."""
+    section with nothing to show, "", is left out)."""
     placed = [
         (place, section, document)
         for name, document in inputs.experiments.items()
         if document is not None
         for place, section in experiment_part(name, "section").SECTIONS
-        if place in places
     ]
     texts = [section(document) for _, section, document in sorted(placed, key=lambda p: p[0])]
     return [text for text in texts if text]
@@ -145,9 +136,7 @@ SECTIONS: list[Section] = [
     model_variant,
     seeds_at_scale,
     faithful,
-    partial(experiments, places=range(0, 20)),
-    attention_debate,  # place 20, until the debate is an experiment
-    partial(experiments, places=range(20, 1000)),
+    experiments,
 ]
 
 

@@ -11,7 +11,7 @@ import torch
 from pipeline.analysis import stats
 from pipeline.analysis.golden import is_lesson_config
 from pipeline.config import Config, load_params, provenance
-from pipeline.config.outputs import folder_images, from_report
+from pipeline.config.outputs import from_report
 from pipeline.core.files import (
     read_csv,
     read_json,
@@ -67,7 +67,7 @@ def run(
     cells: bool = False,
 ) -> tuple[str, dict[str, bytes], pd.DataFrame, str]:
     """report.md, the PNGs by name, the step-weight plot data and report.html; with
-    `cells`, the sections of the grid's and the debate's cells from their files."""
+    `cells`, the experiments' sections from their results (the cells' files among them)."""
     drawn = plots(cfg, document, steps, curves, study, faithfulness)
     prefix = from_report(cfg, cfg.paths.figures)
     images: dict[str, list[tuple[str, str]]] = {}
@@ -91,14 +91,9 @@ def run(
 
 
 def cell_inputs(cfg: Config) -> dict:
-    """The debate's cells, with its stage's figures: the section "The attention
-    debate" (none without cells); the experiments' results where their stages ran."""
-    debate = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
-    return {
-        "debate_cells": debate,
-        "debate_images": folder_images(cfg, cfg.paths.debate_figures) if debate else [],
-        "experiments": provenance.experiment_results(cfg),
-    }
+    """The experiments' results where their stages ran (the cells' sections read every
+    cell's file, the figures their stages drew)."""
+    return {"experiments": provenance.experiment_results(cfg)}
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:

@@ -17,54 +17,9 @@ from typing import NamedTuple
 
 from pipeline.config import Config
 from pipeline.config.cells import cell_label
-from pipeline.config.checks import DEBATE_SUFFIX
 from pipeline.tracking.client import NewRun, log_once, source_tags
-from pipeline.tracking.state import nested_metrics, number_params, state_digest
+from pipeline.tracking.state import number_params, state_digest
 from pipeline.tracking.store import locked, store_uri
-
-
-def debate_metrics(document: dict) -> dict[str, float]:
-    """A debate cell's summaries as debate/... metrics, each eps and lam by its value;
-    not every seed's numbers nor the binned tables."""
-    adversary_keys = ("median_max_jsd", "share_far", "adversary_rationale_weight")
-    numbers = {
-        "learned_rationale_weight": document["learned_rationale_weight"],
-        "adversary": {
-            f"eps_{row['eps']:g}": {key: row[key] for key in adversary_keys}
-            for row in document["adversary"]
-        },
-        "permutation": {
-            key: document["permutation"][key] for key in ("median_output_change", "share_peaked")
-        },
-        "seed_variance": {
-            key: value
-            for key, value in document["seed_variance"].items()
-            if not key.startswith("per_pair_")  # every pair's: the figure's, not MLflow's
-        },
-        "consistent_adversary": {
-            f"lam_{row['penalty']:g}": {key: row[key] for key in ("tvd", "jsd", "heldout_accuracy")}
-            for row in document["consistent_adversary"]
-        },
-        "fixed_attention": document["fixed_attention"],
-        "deception": {
-            f"lam_{row['penalty']:g}": {
-                "heldout_accuracy": row["heldout_accuracy"],
-                "rationale_weight": row["rationale_weight"],
-                "hit_at_1": row["hit_at_1"],
-                "diverged": len(row["diverged_seeds"]),
-            }
-            for row in document["deception"]
-        },
-    }
-    return nested_metrics(numbers, "debate/")
-
-
-def debate_note(name: str, document: dict) -> str:
-    first = document["adversary"][0]
-    return (
-        f"{name}: the exact adversary at eps {first['eps']:g} reaches a median JSD of "
-        f"{first['median_max_jsd']['median']:.4f} over {document['seeds']} seeds"
-    )
 
 
 class CellRuns(NamedTuple):
@@ -74,11 +29,6 @@ class CellRuns(NamedTuple):
     metrics: Callable[[dict], dict[str, float]]
     note: Callable[[str, dict], str]
     source: str  # the command that logs it
-
-
-DEBATE = CellRuns(
-    DEBATE_SUFFIX, debate_metrics, debate_note, "python -m pipeline.stages.debate_figures"
-)
 
 
 def log_cells(

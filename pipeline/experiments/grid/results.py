@@ -10,9 +10,9 @@ from pipeline.config.schema import Config
 
 def read(cfg: Config) -> dict | None:
     """{"cells": each cell's document, "images": the figures as report.md links them};
-    None where the config lists no cell. A missing or stale cell is refused
-    (`provenance.grid_cells`)."""
-    cells = [document for _, document in provenance.grid_cells(cfg)]
-    if not cells:
+    None where the config lists no cell or none has run. A missing or stale cell is
+    refused (`provenance.grid_cells`)."""
+    if not provenance.any_cell_ran(cfg, "grid"):
         return None
+    cells = [document for _, document in provenance.grid_cells(cfg)]
     return {"cells": cells, "images": folder_images(cfg, cfg.paths.next_lesson)}

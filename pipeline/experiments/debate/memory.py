@@ -20,7 +20,7 @@ from pipeline.models import interface
 
 
 def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
-    """A debate cell (pipeline/debate/cell.py): the study's machinery on debate.seeds
+    """A debate cell (pipeline/experiments/debate/cell.py): the study's machinery on debate.seeds
     seeds, then the tests one after the other, their large blocks mapped: the
     adversary's candidate distributions and the permutations' shuffled weights (a
     chunk of runs at a time), and the battery behind deception's hit@1."""
@@ -67,3 +67,12 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
             MAPPED_BATTERY,
         ),
     ]
+
+
+def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
+    """Each cell's stage's terms, by its name in dvc.yaml (debate@<cell>); the
+    debate_figures stage only reads the cells' files."""
+    return {
+        f"debate@{name}": debate_cell_terms(cfg, cell.task, cell.variant)
+        for name, cell in cfg.debate.cells.items()
+    }
