@@ -8,7 +8,7 @@ overrides (tracking off), one after another, and prints each process's peak
 resident memory (wait4's ru_maxrss) beside the stage's estimate and their ratio.
 The config check refuses a configuration whose largest estimate is over the
 limit; the estimate should be at or above the peak and at most twice it
-(tests/test_memory.py checks a few configurations the same way).
+(tests/memory/test_memory.py checks a few configurations the same way).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from pathlib import Path
 
 from pipeline.config import PROJECT_ROOT, validate
 from pipeline.config.load import composed_yaml
+from pipeline.core.kinds import EXPERIMENTS
 
 DEFAULT_CONFIGS = [
     "grid.seeds=20",
@@ -38,17 +39,10 @@ def stage_commands(cfg) -> dict[str, list[str]]:
     by name)."""
     commands = {
         stage: [sys.executable, "-m", f"pipeline.stages.{stage}"]
-        for stage in (
-            "generate",
-            "train",
-            "evaluate",
-            "study",
-            "faithfulness",
-            "erasure",
-            "roar",
-            "abstraction",
-        )  # fmt: skip
+        for stage in ("generate", "train", "evaluate")
     }
+    for name, package in EXPERIMENTS.items():  # each experiment's stage (its folder)
+        commands[name] = [sys.executable, "-m", f"{package}.stage"]
     for name, cell in cfg.grid.cells.items():
         commands[f"grid@{name}"] = [
             sys.executable, "-m", "pipeline.experiments.grid.stage", cell.task, cell.variant

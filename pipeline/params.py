@@ -1,10 +1,14 @@
-"""Write params.yaml from conf/, and dvc.yaml's code deps from the imports:
-`python -m pipeline.params`.
+"""Write params.yaml from conf/, and dvc.yaml's generated parts.
 
-`dvc exp run -S` composes conf/ itself (hydra.enabled in .dvc/config) but
-`dvc repro` does not, so after editing conf/ run this, then `dvc repro`.
-The bytes are what DVC writes: Hydra's compose, resolved, OmegaConf.to_yaml.
-Each stage's code deps in dvc.yaml follow its imports (pipeline/stages/code_deps.py).
+`python -m pipeline.params`: `dvc exp run -S` composes conf/ itself (hydra.enabled
+in .dvc/config) but `dvc repro` does not, so after editing conf/ run this, then
+`dvc repro`. The bytes are what DVC writes: Hydra's compose, resolved,
+OmegaConf.to_yaml. dvc.yaml's experiment stages come from their folders, and each
+stage's code deps follow its imports (pipeline/stages/dvc_yaml.py).
+
+`python -m pipeline.params --defaults` first writes conf/'s experiment parts from
+their Settings (pipeline/config/conf_files.py): after adding an experiment or
+changing a default, not after editing conf/ (it would put the defaults back).
 """
 
 from __future__ import annotations
@@ -14,30 +18,45 @@ import sys
 from pathlib import Path
 
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT
+from pipeline.config.conf_files import written
 from pipeline.config.load import composed_yaml
-from pipeline.config.provenance import PIPELINE_FILE, stages
+from pipeline.config.provenance import PIPELINE_FILE
+from pipeline.config.schema import CONF_DIR
 from pipeline.core.files import write_text
 from pipeline.stages import entry
-from pipeline.stages.code_deps import with_code_deps
+from pipeline.stages.dvc_yaml import generated
+
+
+def write_if_changed(path: Path, text: str) -> None:
+    if not path.is_file() or path.read_text() != text:
+        write_text(path, text)
+        print(f"wrote {path}")
 
 
 def main(path: Path = PROJECT_ROOT / PARAMS_FILE, argv: list[str] | None = None) -> None:
-    """`argv`: the command line's arguments, only `--help` (answered without writing)."""
+    """`argv`: the command line's arguments (sys.argv's where None): `--defaults`, or
+    `--help` (answered without writing)."""
     parser = argparse.ArgumentParser(
         prog="python -m pipeline.params", description=__doc__.splitlines()[0]
     )
-    parser.parse_args(argv or [])
+    parser.add_argument(
+        "--defaults",
+        action="store_true",
+        help="first write conf/'s experiment parts from their Settings (puts the defaults back)",
+    )
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    if args.defaults:
+        for conf_file, text in written(CONF_DIR).items():
+            write_if_changed(conf_file, text)
     write_text(path, composed_yaml())
     print(f"wrote {path}")
     pipeline_file = path.parent / PIPELINE_FILE
-    if not pipeline_file.is_file():  # params.yaml written outside a project
-        return
-    text = pipeline_file.read_text()
-    generated = with_code_deps(text, stages(path.parent), path.parent)
-    if generated != text:
-        write_text(pipeline_file, generated)
-        print(f"wrote {pipeline_file}'s code deps")
+    if pipeline_file.is_file():  # not where params.yaml is written outside a project
+        write_if_changed(
+            pipeline_file,
+            generated(pipeline_file.read_text(), path.parent),
+        )
 
 
 if __name__ == "__main__":
-    entry(lambda: main(argv=sys.argv[1:]))
+    entry(main)

@@ -33,6 +33,7 @@ def study_job(cfg: Config) -> dict:
         study_seeds,
         train_seeds,
     )
+    from pipeline.experiments.study.study_runs import log_study
 
     if cfg.tracking.enabled and cfg.study.shard is None:
         tracking.check_server(tracking.store_uri(cfg.tracking))
@@ -54,7 +55,7 @@ def study_job(cfg: Config) -> dict:
         "p_at_least_observed": gap["p_at_least_observed"],
     }
     if cfg.tracking.enabled:
-        result["run"], _ = tracking.log_study(cfg, summary, sweep.run_tags(cfg), out)
+        result["run"], _ = log_study(cfg, summary, sweep.run_tags(cfg), out)
     return result
 
 

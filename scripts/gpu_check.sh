@@ -15,7 +15,7 @@
 # `python -m pipeline cuda-check` (every kind's fused kernel compiled for cc 8.0 and
 # 9.0, registers and spills; where one does not compile, or no libNVVM is found, the
 # script goes on and exits 1 at its end), the
-# tests marked `gpu` (tests/test_gpu.py: the golden numbers
+# tests marked `gpu` (tests/models/test_gpu.py: the golden numbers
 # on cuda, a 1000-seed study, every model, every stage's bytes against the CPU),
 # `dvc repro --force` with train.device auto and `git status` (REPRO=0 skips it),
 # and benchmarks/bench_gpu.py (BENCH=0 skips it; BENCH_ARGS passes it options, e.g.
@@ -85,7 +85,7 @@ python -m pipeline cuda-check || gate=$?
 echo "cuda-check: $((SECONDS - tick)) s$([ "$gate" = 0 ] || echo ", FAILED (exit $gate)")"
 
 # One process (no xdist): the GPU is one device.
-python -m pytest -o addopts="" -p no:cacheprovider -rA -q tests/test_gpu.py
+python -m pytest -o addopts="" -p no:cacheprovider -rA -q tests/models/test_gpu.py
 echo "tier: $((SECONDS - start)) s"
 
 if [ "${REPRO:-1}" != 0 ]; then

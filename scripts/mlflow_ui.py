@@ -1,5 +1,5 @@
 """Drive MLflow's web UI in a real headless browser: README screenshots and the
-slow UI test (tests/test_ui.py).
+slow UI test (tests/tracking/test_ui.py).
 
     python scripts/mlflow_ui.py STORE_DB OUT_DIR
 

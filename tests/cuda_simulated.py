@@ -1,5 +1,5 @@
 """Runs the fused CUDA training kernels in numba's CUDA simulator, for
-tests/test_cuda_kernels.py, in a process of its own:
+tests/models/test_cuda_kernels.py, in a process of its own:
 
     NUMBA_ENABLE_CUDASIM=1 python -m tests.cuda_simulated CASES.pt RESULTS.pt
 

@@ -1,8 +1,8 @@
 """The glossary seeds' attention (000 SDPA, 003 sliding windows), as the seeds write it.
 
 No model kind pools this way (they are single-query and banded, pipeline/models);
-tests/test_attention.py checks these against torch and by hand, and
-tests/test_models.py checks the window kind against them.
+tests/models/test_attention.py checks these against torch and by hand, and
+tests/models/test_models.py checks the window kind against them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Every computing stage's `run()` on a small config, as the bytes it would write.
 
-Shared by the device-guard tests (tests/test_device_guard.py: `train.device=cuda`
-on a simulated device, CPU-only) and the GPU tier (tests/test_gpu.py: real CUDA):
+Shared by the device-guard tests (tests/stages/test_device_guard.py: `train.device=cuda`
+on a simulated device, CPU-only) and the GPU tier (tests/models/test_gpu.py: real CUDA):
 each stage on the device against the same stage on the CPU. A stage's outputs are
 rendered as its writers render them (`files.write_json`'s rounding and JSON,
 `files.parquet_bytes`), so "equal" means the bytes a repro would commit.
@@ -64,8 +64,9 @@ def _as_read(frame: pd.DataFrame) -> pd.DataFrame:
 def lesson_stages(cfg: Config) -> dict[str, bytes]:
     """generate, train, evaluate, study, faithfulness and report, each on the one before."""
     from pipeline.analysis import seed_study
+    from pipeline.experiments.faithfulness import stage as faithfulness
     from pipeline.models import frames
-    from pipeline.stages import evaluate, faithfulness, generate, report, train
+    from pipeline.stages import evaluate, generate, report, train
 
     frame, summary = generate.run(cfg)
     params, history = train.run(cfg, frame)
@@ -79,8 +80,14 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
         _read_back(document),
         _as_read(steps),
         _as_read(curves),
-        (_read_back(study_summary), _as_read(study)),
-        (_read_back(battery), _read_back(battery_summary), _as_read(battery_seeds)),
+        {
+            "study": (_read_back(study_summary), _as_read(study)),
+            "faithfulness": (
+                _read_back(battery),
+                _read_back(battery_summary),
+                _as_read(battery_seeds),
+            ),
+        },
     )
     return {
         "train": parquet_bytes(lesson) + parquet_bytes(curves),

@@ -30,7 +30,7 @@ itself: R = (L + I) / 2, L the layer's attention (rows sum to 1, so R's do too):
 - `attention_flow`: the maximum flow from the output to input step j through the
   graph output -> h_t (capacity a_t) -> x_j (capacity R[t, j]). Every path to x_j
   has two edges and passes one h_t, so the maximum flow is sum_t min(a_t, R[t, j]);
-  tests/test_explainers.py checks it against networkx's maximum_flow_value.
+  tests/analysis/test_explainers.py checks it against networkx's maximum_flow_value.
 
 Where a kind has several pooling heads (multihead), `attention` is their mean;
 `attention_max_head` is the max over heads of a_{h,t}, and `attention_head<h>` each

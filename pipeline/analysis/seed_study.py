@@ -6,7 +6,7 @@ settings, study.chunk seeds at a time. Every per-seed number of the lesson
 (docs/lesson.md) is kept per seed; the summary says how they spread, how often two
 seeds differ by at least the lesson's gap, and where the lesson's seeds
 (train.seeds) rank. A study may run in shards (`shard_bytes`, `merge_shards`).
-The DVC stage is pipeline/stages/study.py, the Hydra app pipeline/study.py.
+The DVC stage is pipeline/experiments/study/stage.py, the Hydra app pipeline/study.py.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import torch
@@ -26,7 +27,6 @@ from pipeline.analysis import metrics, stats
 from pipeline.config import (
     NUMBER_GROUPS,
     Config,
-    StudyConfig,
     flatten,
     shard_of,
     to_container,
@@ -209,7 +209,7 @@ def lesson_accuracy(cfg: Config, runs: SeedRuns, outside: dict[int, float]) -> d
     return {seed: accuracy[seed] for seed in cfg.train.seeds}
 
 
-def study_seeds(study: StudyConfig) -> list[int]:
+def study_seeds(study: Any) -> list[int]:
     """The seeds a run trains: 1..study.seeds, or its shard's whole chunks."""
     seeds = list(range(1, study.seeds + 1))
     shard = shard_of(study)

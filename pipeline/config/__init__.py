@@ -4,7 +4,7 @@ seeds and ceilings in bounds.py) and loading conf/ or params.yaml (load.py). The
 names every other package uses are imported here."""
 
 from pipeline.config.cells import GridCell
-from pipeline.config.checks import shard_of, validate
+from pipeline.config.checks import validate
 from pipeline.config.load import (
     check_conf_yaml,
     compose,
@@ -30,11 +30,11 @@ from pipeline.config.schema import (
     FaithfulnessConfig,
     ModelConfig,
     PathsConfig,
-    StudyConfig,
     TaskConfig,
     TrackingConfig,
     TrainConfig,
 )
+from pipeline.config.shards import shard_of
 from pipeline.core.errors import ConfigError
 
 __all__ = [
@@ -55,7 +55,6 @@ __all__ = [
     "GridCell",
     "ModelConfig",
     "PathsConfig",
-    "StudyConfig",
     "TaskConfig",
     "TrackingConfig",
     "TrainConfig",

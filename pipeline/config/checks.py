@@ -11,7 +11,6 @@ the checks across keys, the MLflow settings, and their order.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
@@ -29,7 +28,6 @@ from pipeline.config.schema import (
     MAX_CURVE_ROWS,
     POSITIONAL,
     Config,
-    StudyConfig,
 )
 from pipeline.core.errors import ConfigError
 from pipeline.core.kinds import EXPERIMENTS, MODEL_KINDS, TASKS, experiment_part
@@ -44,23 +42,6 @@ def own_keys(kind: str) -> frozenset[str]:
     return frozenset(document or {}) - {"defaults", "kind"}
 
 
-SHARD = re.compile(r"(\d+)/(\d+)")
-
-
-def shard_of(study: StudyConfig) -> tuple[int, int] | None:
-    """study.shard as (i, n), None for the whole study. The seeds are cut at chunk
-    boundaries, so a shard trains exactly the chunks an unsharded run would."""
-    if study.shard is None:
-        return None
-    match = SHARD.fullmatch(str(study.shard))
-    chunks = -(-study.seeds // study.chunk)
-    allowed = f"must be i/n with 0 <= i < n <= {chunks} (the study's chunks), or null"
-    check(match is not None, "study.shard", allowed, study.shard)
-    index, count = int(match[1]), int(match[2])
-    check(0 <= index < count <= chunks, "study.shard", allowed, study.shard)
-    return index, count
-
-
 def _check_values(cfg: Config) -> None:
     check_paths(cfg)
     check_ranges(cfg)  # each number in its own range, before any check computes with it
@@ -68,7 +49,6 @@ def _check_values(cfg: Config) -> None:
     check_generate_memory(cfg)  # the generate stage computes no other estimate
     _check_names(cfg)
     _check_training(cfg)
-    shard_of(cfg.study)
     for name in EXPERIMENTS:  # each experiment's own checks (its config module)
         experiment_part(name, "config").check_settings(cfg)
     check_seeds(cfg)

@@ -232,9 +232,10 @@ def _rejected_value_hint(path: Path) -> str:
 
     `dvc exp run -S` writes its values into the workspace's params.yaml before any
     stage runs, and leaves them there when a stage rejects one. In the workspace's
-    `dvc exp run` (DVC_EXP_BASELINE_REV set) params.yaml was the baseline commit's
-    (DVC composes conf/ with the overrides, so uncommitted edits were gone already):
-    the stage writes that back, atomically. Elsewhere it only says what to run.
+    `dvc exp run` (DVC_EXP_BASELINE_REV set) the params.yaml that the overrides
+    replace is the baseline commit's (DVC composes conf/ with the overrides, so
+    uncommitted edits are gone already): the stage writes that back, atomically.
+    Elsewhere it only says what to run.
     """
     workspace = Path(os.environ.get("DVC_ROOT") or Path.cwd()).resolve()
     if path.resolve() != PROJECT_ROOT / PARAMS_FILE or workspace != PROJECT_ROOT:
@@ -270,7 +271,8 @@ def _committed_params(rev: str) -> str | None:
 
 def to_container(cfg: Config) -> dict:
     """The config as plain dicts and lists (what OmegaConf.to_container gives for a
-    structured config, ~100x faster: the track stage's no-op path calls it often)."""
+    structured config, far cheaper: the track stage's no-op path calls it often;
+    docs/speed.md)."""
     return asdict(cfg)
 
 

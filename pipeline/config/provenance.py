@@ -4,8 +4,8 @@ Each stage ends by writing a record, `<paths.provenance>/<stage>.json`, beside i
 outputs (a DVC out itself): the values of the params it lists in dvc.yaml, as
 it read them, and the sha256 of every output file. A stage that reads another
 stage's outputs first checks that stage's record against the params.yaml it
-reads now and against the bytes on disk. So outputs made from other params (a
-`dvc exp run -S` rewrote params.yaml during a `dvc repro`), half-published by a
+reads and against the bytes on disk. So outputs made from other params (a
+`dvc exp run -S` that rewrites params.yaml during a `dvc repro`), half-published by a
 killed run, or edited by hand are refused with one line, never built upon.
 
 Plain YAML, JSON and hashlib only: the track stage runs this each time it runs,
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -34,7 +33,6 @@ from pipeline.config.outputs import FOLDER_KEYS
 from pipeline.core import numerics
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import all_or_none, read_json, require, write_json
-from pipeline.core.kinds import EXPERIMENTS, experiment, experiment_part
 
 PIPELINE_FILE = "dvc.yaml"
 
@@ -252,48 +250,6 @@ def read_record(cfg: Config, stage: str) -> dict:
     return record
 
 
-def check_document_shape(stage: str, path: Path, document: Any) -> None:
-    """Refuse an experiment's document without the keys and types its readers take (its
-    package's SHAPE), in one line."""
-    shape = experiment(stage).SHAPE
-    if not isinstance(document, dict):
-        wrong = f"a JSON {type(document).__name__}, not an object"
-    else:
-        bad = [
-            key
-            for key, kind in shape.items()
-            if not isinstance(document.get(key), kind) or isinstance(document.get(key), bool)
-        ]
-        if not bad:
-            return
-        wrong = f"{', '.join(bad)} missing or of another type"
-    raise ConfigError(
-        f"{path} is not the document the {stage} stage writes ({wrong}; it writes an "
-        f"object of {', '.join(shape)}): rerun `dvc repro --force -s {stage}`"
-    )
-
-
-def experiment_results(cfg: Config, part: str = "") -> dict[str, Any]:
-    """Each experiment's results by name, None where its stage has not run (the report
-    and track stages show what there is; a stale one is refused by verify_inputs,
-    since the outputs are their deps): its DOCUMENT, of its SHAPE, or what its
-    results module reads. With `part`, only the experiments that have that module
-    (`tracked`: those whose numbers are on the lesson's runs)."""
-    results = {}
-    for name in EXPERIMENTS:
-        if part and importlib.util.find_spec(f"{EXPERIMENTS[name]}.{part}") is None:
-            continue
-        package = experiment(name)
-        if not hasattr(package, "DOCUMENT"):
-            results[name] = experiment_part(name, "results").read(cfg)
-            continue
-        path = Path(getattr(cfg.paths, name)) / package.DOCUMENT
-        results[name] = read_json(path) if path.exists() else None
-        if results[name] is not None:
-            check_document_shape(name, path, results[name])
-    return results
-
-
 def verify_inputs(cfg: Config, stage: str) -> None:
     """Refuse upstream outputs made from other params, or not the bytes their stage
     recorded. One line naming the file, the keys that changed, and what to run."""
@@ -341,7 +297,7 @@ def any_cell_ran(cfg: Config, stage: str) -> bool:
 def grid_cells(cfg: Config, stage: str = "grid") -> list[tuple[Path, dict]]:
     """(file, document) of every cell the config lists (the grid's, or the debate's),
     in its order, each checked against the params it was made from. A file of a cell
-    the config no longer lists is not read: stale cells are never shown."""
+    the config does not list is not read: stale cells are never shown."""
     current = cell_params(cfg, stage=stage)
     cells = []
     for key, cell in to_container(cfg)[stage]["cells"].items():

@@ -24,7 +24,7 @@ from pipeline.config.intervals import (
 from pipeline.config.schema import Config
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
 
-# Every numeric key whose range is its own; tests/test_ranges.py checks that each
+# Every numeric key whose range is its own; tests/config/test_ranges.py checks that each
 # numeric key of the schema is here, in RELATIVE or a seed.
 RANGES: dict[str, Range] = {
     "data.sequences": at_least(1),
@@ -38,13 +38,6 @@ RANGES: dict[str, Range] = {
     "train.lr": POSITIVE,
     "eval.high_weight": FRACTION,
     "eval.low_effect": FRACTION,
-    "study.seeds": at_least(2),
-    "study.bootstrap": at_least(1),
-    "study.chunk": at_least(1),
-    "faithfulness.ig_steps": at_least(1),
-    "faithfulness.sanity_seeds": at_least(2),
-    "faithfulness.robustness_samples": at_least(1),
-    "faithfulness.robustness_radius": POSITIVE,
 }
 
 # The ranges that depend on another key, in words.
@@ -53,9 +46,6 @@ RELATIVE: dict[str, str] = {
     "data.first_marked_step": "an integer in 0..data.steps-1",
     "model.window": "an integer in 1..data.steps",
     "train.seeds": "distinct integers, each in 0..4294967295 - data.seed",
-    "faithfulness.randomisation_offset": (
-        "an integer in study.seeds..2**32-1 - faithfulness.sanity_seeds"
-    ),
 }
 
 

@@ -1,7 +1,7 @@
 """The schema of conf/ and params.yaml: one dataclass per config group, and the
 constants that bound their values. Every default is declared once: here, or for an
 experiment's group in its own config module (pipeline/experiments/<name>/config.py,
-found through pipeline/core/kinds.py's EXPERIMENTS). tests/test_config.py checks that
+found through pipeline/core/kinds.py's EXPERIMENTS). tests/config/test_config.py checks that
 conf/ composes to exactly these values and that params.yaml is what
 `python -m pipeline.params` writes from conf/.
 """
@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
+from pipeline.config.battery import FaithfulnessConfig  # noqa: F401 (pipeline.config's name)
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.core.paths import PROJECT_ROOT
 
@@ -45,7 +46,7 @@ MAX_BYTES = 8 * 2**30
 
 
 BASE_NUMBER_GROUPS = (
-    "data", "task", "model", "train", "eval", "study", "faithfulness",
+    "data", "task", "model", "train", "eval",
 )  # fmt: skip
 
 
@@ -97,33 +98,6 @@ class EvalConfig:
 
 
 @dataclass
-class StudyConfig:
-    """The seed study: runs 1..seeds, each from stream(data.seed + k) like train.seeds."""
-
-    seeds: int = 1000
-    bootstrap: int = 1000  # multi-bootstrap resamples of the 95% intervals
-    bootstrap_seed: int = 0
-    chunk: int = 250  # seeds trained and evaluated at once: bounds the memory
-    # "i/n": only the i-th of n shards of the seeds (python -m pipeline.study sweeps;
-    # python -m pipeline merge_study joins them); null: every seed.
-    shard: str | None = None
-
-
-@dataclass
-class FaithfulnessConfig:
-    """The explainer battery (pipeline/analysis/faithfulness.py)."""
-
-    ig_steps: int = 50  # Gauss-Legendre nodes of integrated gradients
-    order_seed: int = 0  # the random-order baseline's noise, with each run's seed
-    sanity_seeds: int = 100  # the first study seeds through the sanity checks
-    randomisation_offset: int = 1_000_000  # re-drawn run k: stream(data.seed + offset + k)
-    label_seed: int = 0  # the permutation of the training labels (label randomisation)
-    robustness_seed: int = 0  # captum's sensitivity and infidelity perturbations
-    robustness_samples: int = 10  # perturbed inputs per sequence
-    robustness_radius: float = 0.02  # sensitivity's L-infinity ball, infidelity's noise std
-
-
-@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -143,13 +117,7 @@ class BasePaths:
     headline: str = "reports/headline.json"
     figures: str = "reports/figures"
     step_weights: str = "reports/step_weights.csv"
-    study_seeds: str = "reports/study/seeds.parquet"
-    study_params: str = "reports/study/params.parquet"
-    study_summary: str = "reports/study/summary.json"
     provenance: str = "reports/provenance"
-    faithfulness: str = "reports/faithfulness.json"
-    study_faithfulness: str = "reports/study/faithfulness.json"
-    study_faithfulness_seeds: str = "reports/study/faithfulness.parquet"
     tracked_state: str = ".mlflow-state.json"
 
 
@@ -179,8 +147,6 @@ Config = make_dataclass(
         ("model", ModelConfig, field(default_factory=ModelConfig)),
         ("train", TrainConfig, field(default_factory=TrainConfig)),
         ("eval", EvalConfig, field(default_factory=EvalConfig)),
-        ("study", StudyConfig, field(default_factory=StudyConfig)),
-        ("faithfulness", FaithfulnessConfig, field(default_factory=FaithfulnessConfig)),
         *(
             (name, config.Settings, field(default_factory=config.Settings))
             for name, config in _EXPERIMENTS.items()

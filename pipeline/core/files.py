@@ -278,7 +278,7 @@ def command_output(path: Path, option: str, is_own: Callable[[bytes], bool] | No
 class Writes(argparse.Action):
     """A command-line option (or argument) that names what the command writes: checked
     by `command_output` as argparse reads it, so before any work, in one line. Every
-    writing option of `python -m pipeline`'s commands is one (tests/test_main.py walks
+    writing option of `python -m pipeline`'s commands is one (tests/properties/test_main.py walks
     them); `is_own` as for command_output (None: a folder)."""
 
     def __init__(

@@ -12,6 +12,7 @@ imported on use: `pipeline.models.kind_module`, `pipeline.tasks.task_module`,
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from pathlib import Path
 from types import ModuleType
@@ -69,6 +70,8 @@ def register_task(kind: str, module: str | ModuleType) -> None:
 # The experiments (pipeline/experiments/<name>/, docs/architecture.md), in the order
 # of their config groups in params.yaml: each is one folder and one line here.
 EXPERIMENTS: dict[str, str] = {
+    "study": "pipeline.experiments.study",
+    "faithfulness": "pipeline.experiments.faithfulness",
     "grid": "pipeline.experiments.grid",
     "debate": "pipeline.experiments.debate",
     "erasure": "pipeline.experiments.erasure",
@@ -85,6 +88,11 @@ def experiment(name: str) -> ModuleType:
 def experiment_part(name: str, part: str) -> ModuleType:
     """An experiment's module `part` (`config`, `memory`, `report`, ...), imported on use."""
     return importlib.import_module(f"{EXPERIMENTS[name]}.{part}")
+
+
+def has_part(name: str, part: str) -> bool:
+    """Whether the experiment `name` has the module `part` (an optional one, `tracked`)."""
+    return importlib.util.find_spec(f"{EXPERIMENTS[name]}.{part}") is not None
 
 
 def register_experiment(name: str, package: str) -> None:

@@ -4,8 +4,9 @@ the same bits.
 Torch, MKL and numba each pick their code for the CPU they run on: AVX-512 kernels
 on one machine and AVX2 on another sum in another order and take another path
 through a vectorised exp. A run of gradient descent can amplify one such bit into
-another trained model (a seed of the grid's rise x window2 cell ended 0.0333 apart
-in held-out accuracy between two CPUs). So every process of the pipeline pins,
+another trained model (unpinned, a seed of the grid's rise x window2 cell trains to
+another model on another CPU: docs/pipeline.md, "Bytes on any machine"). So every
+process of the pipeline pins,
 before torch or numba is imported, the one path that every x86-64-v3 CPU (AVX2
 and FMA: Intel since 2013, AMD since 2015) can take:
 

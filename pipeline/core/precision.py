@@ -1,12 +1,13 @@
 """Written precision: every float that reaches an output file, or a hash of one, is
 rounded to `DECIMALS` decimals, so the last bits of a float never do.
 
-Measured (docs/pipeline.md, "Bytes on any machine"): with the kernel paths of two
-CPUs, or one CPU's AVX-512, AVX2 and scalar paths, the same computation differs by
-at most 5e-15 in any written value, all of them of size one or less (accuracies,
-shares, weights, effects, losses, taus, AOPC, parameters). Eight decimals leave a
-margin of 10^6: a value flips only when it sits within 5e-15 of a rounding
-boundary, and the perturbation check counts how often that happens.
+Why eight: with the kernel paths of two CPUs, or one CPU's AVX-512, AVX2 and scalar
+paths, the same computation differs only in the last bits of a written value, all
+of them of size one or less (accuracies, shares, weights, effects, losses, taus,
+AOPC, parameters). Eight decimals leave a margin of about 10^6 over that difference
+(docs/pipeline.md, "Bytes on any machine"; docs/speed.md): a value flips only when
+it sits within that difference of a rounding boundary, and the perturbation check
+(benchmarks/bench_bytes.py) counts how often that happens.
 
 Trained parameters are rounded the same way the moment training ends (`settle`), so
 every later computation, in the same stage or the next, starts from the values

@@ -115,9 +115,10 @@ def keep_freed_memory() -> None:
 
     Every epoch allocates and frees the same few-megabyte temporaries; by default
     glibc serves them with fresh mmaps or trims them off the heap, so each epoch
-    faults its pages in again. On the 2-core VM, window variant, 250 seeds: 1.37M
-    page faults and 24.6 s by default, 0.13M and 19.7 s with these settings. Peak
-    memory does not grow (freed memory is reused, not added). Linux/glibc only.
+    faults its pages in again. With these settings the pages stay mapped, and
+    training takes a tenth of the page faults and less time (the window variant's
+    numbers in docs/speed.md). Peak memory does not grow (freed memory is reused, not
+    added). Linux/glibc only.
     """
     libc = glibc()
     if libc is not None:
@@ -131,12 +132,11 @@ def map_large_blocks() -> None:
 
     A grid cell's faithfulness battery makes large short-lived temporaries of many
     sizes. Kept in the heap (as training wants them), they fragment it, and by how
-    much depends on where ASLR puts the addresses: the rise-window2 cell peaked
-    anywhere from 916 to 1465 MiB from one run to the next (with fixed addresses,
-    1000 MiB every time). Mapped, its peak is what the battery holds at once: 770 to
-    791 MiB, for about 0.5 s more of page faults. The faithfulness stage (63 chunks
-    in turn) stays in the heap: mapped, its page faults took it from 36 s to 62 s.
-    Linux/glibc only.
+    much depends on where ASLR puts the addresses: a cell's peak varies widely from
+    one run to the next. Mapped, its peak is what the battery holds at once, for a
+    little more time in page faults. The faithfulness stage (63 chunks in turn) stays
+    in the heap: mapped, its page faults would cost it far more time. The numbers are
+    in docs/speed.md. Linux/glibc only.
     """
     libc = glibc()
     if libc is not None:

@@ -9,7 +9,7 @@ machinery on grid.seeds seeds (and the shuffled control of an order task beside
 them), then the faithfulness battery on the first grid.faithfulness_seeds. A stage's
 estimate is what it keeps throughout plus its largest phase (training, or the
 battery), kept at or above the measured peak and within twice it
-(benchmarks/bench_memory.py, tests/test_memory.py).
+(benchmarks/bench_memory.py, tests/memory/test_memory.py).
 
 The kind's own factors (its heads, a layer before the pooling, its parameter
 count) come from its module (pipeline/models/interface.py), so the check sits above

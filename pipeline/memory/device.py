@@ -12,7 +12,7 @@ On cuda the GPU's own memory sizes the chunks, not the CPU's bound: as many runs
 the study's per-run tensors let fit in DEVICE_SHARE of the free memory, with a
 chunk in flight per thread of ours (`gpu_chunk`). Those tensors then live on the
 GPU, so the host's estimate leaves them out (DEVICE_PHASES). Each rule is a pure
-function of the numbers (tests/test_memory_device.py); `free_bytes` and
+function of the numbers (tests/memory/test_memory_device.py); `free_bytes` and
 `study_chunk` read them from the device.
 """
 

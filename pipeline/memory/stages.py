@@ -9,16 +9,9 @@ from pipeline.core.device import resolve_device
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import byte_size
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
-from pipeline.memory.battery import (
-    battery_terms,
-    per_example_scores_term,
-    robustness_term,
-    sanity_terms,
-)
 from pipeline.memory.device import DEVICE_PHASES, free_bytes, on_gpu
 from pipeline.memory.sizes import (
     LIGHT_STAGES,
-    MANY_CHUNKS_HEAP,
     PROCESS_BYTES,
     THREADS_BYTES,
     UNTHREADED_STAGES,
@@ -36,19 +29,6 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
         "generate": [sequences_term(cfg)],
         "train": [sequences_term(cfg), by_name["the parameters"], by_name["training"]],
         "evaluate": [sequences_term(cfg), by_name["step ablation"], by_name["the window layer"]],
-        "study": [sequences_term(cfg), *study],
-        "faithfulness": [
-            sequences_term(cfg),
-            study[0],  # the study's parameters, read
-            per_example_scores_term(cfg, cfg.study.seeds, "study.seeds"),
-            *battery_terms(cfg, cfg.study.seeds, "study.seeds", MANY_CHUNKS_HEAP),
-            *sanity_terms(
-                cfg,
-                min(cfg.faithfulness.sanity_seeds, cfg.study.seeds),
-                "faithfulness.sanity_seeds",
-            ),
-            robustness_term(cfg),
-        ],
         "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
     }
     for name in EXPERIMENTS:  # each experiment's stages (its memory module)

@@ -14,10 +14,10 @@ bytes the thread's stack frame (local arrays that stay in memory, and the spills
 A kernel that does not compile prints its error instead, and the command exits 1.
 
 Why: the kernels run in numba's CUDA simulator in the CPU tests
-(tests/test_cuda_kernels.py), which runs them as Python and so accepts code that
+(tests/models/test_cuda_kernels.py), which runs them as Python and so accepts code that
 numba cannot compile for a GPU. CUDA's libNVVM and ptxas need no GPU: this gate
 catches that class of error on any machine that has them
-(tests/test_cuda_check.py; docs/testing.md says where they run).
+(tests/models/test_cuda_check.py; docs/testing.md says where they run).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 reach them, and the launch loop (pipeline/models/cuda_pooling.py, cuda_window.py).
 
 Why fused kernels: on a GPU, torch's ops stream (examples x steps x runs) float64
-tensors through memory every epoch (issue 47: 10^6 lesson seeds took 125 s on an
-H200, memory-bound past 20000 runs a chunk). A kernel with one CUDA thread per run
+tensors through memory every epoch, so large chunks are memory-bound (docs/speed.md,
+"On a GPU"). A kernel with one CUDA thread per run
 keeps that run's parameters and per-example sums in registers (local arrays), reads
 the examples (the same address in every thread of a warp: one broadcast load, from
 L1/L2 after the first epoch) and writes only each epoch's loss and accuracy.
@@ -11,7 +11,7 @@ L1/L2 after the first epoch) and writes only each epoch's loss and accuracy.
 The kernels take float64 runs on a cuda device. torch's tensors pass to numba
 zero-copy (`numba.cuda.as_cuda_array`, the __cuda_array_interface__), on torch's
 current stream. Under numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1, the tests
-on a CPU: tests/test_cuda_kernels.py) the same kernels run on numpy views of CPU
+on a CPU: tests/models/test_cuda_kernels.py) the same kernels run on numpy views of CPU
 tensors, each CUDA thread a Python thread.
 
 Every kernel trains the runs in place, `first` .. `first + count` epochs per
@@ -89,7 +89,7 @@ def on_cuda(inputs: torch.Tensor) -> bool:
 @cache
 def numba_sees_gpu() -> bool:
     """Whether numba.cuda finds a GPU and its driver here, once a process; where not,
-    training takes torch's ops on cuda, as before the kernels, and says so once."""
+    training takes torch's ops on cuda, the path without the kernels, and says so once."""
     try:
         from numba import cuda
 

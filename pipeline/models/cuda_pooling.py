@@ -29,7 +29,7 @@ for benchmarks/bench_gpu.py; an exp counts `EXP_FLOPS`): per head and step, pass
 18 (c_h and the four means 5, logit 1, du and dv 12) and 5 + an exp for a sink; per
 example 16 + 3 exps (probability, loss with its log1p, accuracy, dbias).
 
-tests/test_cuda_kernels.py runs these kernels in numba's simulator against
+tests/models/test_cuda_kernels.py runs these kernels in numba's simulator against
 autograd through each kind's `attend` (the definition), to 1e-10. They hold for any
 inputs; the CPU's fast path for lesson, sink and multihead (`lesson.TrainingSet`) only
 for a one-hot marker channel, as the data's (`frames.features`), so a kernel and

@@ -1,7 +1,8 @@
 """The fused CUDA training of the window kind: its sliding-window layer and the
 pooling, forward and backward, one CUDA thread a run, every epoch in registers
 (pipeline/models/cuda_launch.py says why and how it is launched). On a GPU this
-replaces autograd on small tensors (issue 47: 22-28 s for 1000 seeds on an H200).
+replaces autograd on small tensors, slower there than the window kernel on the CPU
+(docs/speed.md, "On a GPU").
 
 The model per run and example (pipeline/models/window_kernel.py derives it), x_t the
 input (C = 2), the keys of position t the steps j = max(0, t - w + 1) .. t:
@@ -26,7 +27,7 @@ parameters (`window.kernel_step`): du_k += Wv_layer dbeta, du_v += Wv_layer dgam
 the head's (`pooling.head_gradients`), dWq_layer = Wk_layer dA^T / sqrt(d_k) per
 row, dWk_layer = Wq_layer dA / sqrt(d_k), dWv_layer = u_k dbeta^T + u_v dgamma^T.
 
-tests/test_cuda_kernels.py runs it in numba's simulator against autograd through
+tests/models/test_cuda_kernels.py runs it in numba's simulator against autograd through
 `window.attend` (the definition), to 1e-10.
 """
 

@@ -26,7 +26,7 @@ replaces the default below:
   `fused_training(inputs, labels)`: the whole training in one compiled kernel where
   the runs' tensors are on a cuda device (pipeline/models/cuda_launch.py), else None;
   A kind's hand-derived gradients or compiled kernel are optimisations:
-  tests/test_models.py checks each against autograd through `attend`;
+  tests/models/test_models.py checks each against autograd through `attend`;
 - the memory estimate's factors (`pooling_heads`, `layer_values`);
 - `sink_slot(cfg)`: whether each head's softmax has one value-less slot beside the
   steps (a sink): its weight is what the steps do not take, 1 - sum_t a_t, and it

@@ -4,7 +4,7 @@ Per run: keys K_t = Wk x_t, values V_t = Wv x_t, one learned query q,
 weights a = softmax(q . K_t / sqrt(d_k)), logit o = w . sum_t a_t V_t + b.
 
 Its fast path in training: gradients derived by hand (`gradient_step`;
-tests/test_train.py checks them against torch autograd through `forward`). With a
+tests/models/test_train.py checks them against torch autograd through `forward`). With a
 reading channel and a one-hot marker channel, every softmax sum splits into the
 marked step and three moments over the unmarked steps (`TrainingSet`), which is
 what makes 1000 runs cheap. Like the lesson, the probability in the gradient uses
@@ -136,8 +136,8 @@ def moment_gradients(
     softmax sum and takes no value, dsink = -sum g a_sink context.
 
     Computed example-major, (N, S) and (N, T, S): runs innermost, so the batched
-    matmul is (3, T) @ (T, S) per example (3.5x faster than (S, T) @ (T, 3) on the
-    CPU) and every (N, S) operand it yields is contiguous along the runs.
+    matmul is (3, T) @ (T, S) per example (faster than (S, T) @ (T, 3) on the CPU:
+    docs/speed.md) and every (N, S) operand it yields is contiguous along the runs.
     """
     reading_key, marker_key = key_dir[:, 0], key_dir[:, 1]  # (H * S,) each
     reading_value, marker_value = value_dir[:, 0], value_dir[:, 1]

@@ -139,8 +139,8 @@ def uniforms(seeds: torch.Tensor, draws: int) -> torch.Tensor:
 
 def init_runs(seeds: list[int], layout: Layout, init_scale: float) -> torch.Tensor:
     """(S, P) float64: `init_run` of each seed, drawn in bulk with tensor ops, the same
-    bits (the same IEEE operations in the same order), where a Python loop takes
-    35-39 us a seed. Seeds beyond int64 take `init_run` itself."""
+    bits (the same IEEE operations in the same order), without a Python loop's cost
+    per seed (docs/speed.md). Seeds beyond int64 take `init_run` itself."""
     sizes = [math.prod(shape) for _, shape in layout]
     if not all(INT64[0] <= seed <= INT64[1] for seed in seeds):
         rows = [init_run(seed, layout, init_scale) for seed in seeds]

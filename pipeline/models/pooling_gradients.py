@@ -2,13 +2,13 @@
 path for posenc, whose steps carry p (sink and multihead, over the lesson's inputs,
 take the lesson's cheaper moments: `lesson.moment_gradients`).
 
-Why: 1000 seeds of a grid cell should train in 60 s on 2 cores. Autograd through a
-runs-innermost forward kept some 30 (N, T, H, runs) temporaries an epoch; this
-keeps a handful, and every sum over examples and steps of an input channel is one
-matrix-vector product. Laid out example-major, runs innermost. Per head h, with
-scores s_t = u_h . x_t, readouts z_t = v_h . x_t, weights a = softmax(s), context
-c_h = sum_t a_t z_t, logit o = sum_h c_h + b and g = dL/do = (p(o) - y) / N (the
-lesson's clamp in p):
+Why: 1000 seeds of a grid cell should train within the time target on 2 cores
+(docs/speed.md). Autograd through a runs-innermost forward keeps some 30
+(N, T, H, runs) temporaries an epoch; this keeps a handful, and every sum over
+examples and steps of an input channel is one matrix-vector product. Laid out
+example-major, runs innermost. Per head h, with scores s_t = u_h . x_t, readouts
+z_t = v_h . x_t, weights a = softmax(s), context c_h = sum_t a_t z_t, logit
+o = sum_h c_h + b and g = dL/do = (p(o) - y) / N (the lesson's clamp in p):
 
     dz_t = g a_t,  ds_t = g a_t (z_t - c_h),
     du_h = sum_t ds_t x_t,  dv_h = sum_t dz_t x_t,  dx_t = sum_h ds_t u_h + dz_t v_h.
@@ -19,8 +19,8 @@ alone; the chain above is the same: the lesson's and posenc's `loss_step`.
 
 Posenc pools over x_t + p_t: p enters as `offsets`, shared by every example, so its
 part of each sum is taken once per step, not once per example.
-tests/test_models.py and tests/test_debate_training.py check every kind's gradients
-against autograd through `forward`, the definition.
+tests/models/test_models.py and tests/experiments/test_debate_training.py check every
+kind's gradients against autograd through `forward`, the definition.
 """
 
 from __future__ import annotations

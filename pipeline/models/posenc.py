@@ -33,8 +33,8 @@ from pipeline.models.pooling_gradients import (
 )
 
 # Runs per pass of training on the CPU (pipeline/models/pooling_gradients.py):
-# a pass's (N, T, heads, runs) temporaries stay in cache (measured on the 2-core
-# machine: 250 posenc seeds 2.4 s in passes of 50 or 100, 2.8 s in passes of 25).
+# a pass's (N, T, heads, runs) temporaries stay in cache (sized on the 2-core
+# machine: docs/speed.md).
 POSENC_BLOCK = 50
 
 

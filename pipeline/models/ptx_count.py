@@ -17,7 +17,7 @@ div.rn.f64 or rcp.rn.f64 is a sequence of several DFMA in SASS; it counts as one
 instruction (one flop) here, so the share of the FP64 peak is a lower bound where
 a kernel divides (`Counts.divisions` says how many).
 
-The interpreter knows the PTX these kernels compile to (tests/test_ptx_count.py);
+The interpreter knows the PTX these kernels compile to (tests/models/test_ptx_count.py);
 an instruction it does not know raises ValueError, naming it.
 """
 

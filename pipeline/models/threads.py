@@ -2,7 +2,7 @@
 
 Training's small batched ops (50 runs a pass) gain little from torch's intra-op
 threads, and under OMP_WAIT_POLICY=PASSIVE (pipeline/__init__.py) every parallel op
-pays to wake them: 250 posenc seeds took 4.2 s that way, 2.4 s with spinning threads.
+pays to wake them (docs/speed.md: posenc seeds train faster on spinning threads).
 Independent jobs (the study's and the battery's chunks of runs, a kind's blocks, a
 compiled kernel's tiles) instead run whole in threads of their own, each on one
 torch thread: no wake-ups, and a job's numbers do not depend on how many threads

@@ -5,7 +5,7 @@ The definition, for every model kind: torch autograd through the kind's forward
 probability. A kind may bring a fast path (`gradient_step`): the lesson's
 hand-derived gradients (also sink's and multihead's), posenc's
 (pipeline/models/pooling_gradients.py), the window kind's fused compiled step
-(`window.gradient_step`); tests/test_train.py and tests/test_models.py check them
+(`window.gradient_step`); tests/models/test_train.py and tests/models/test_models.py check them
 against the definition.
 """
 
@@ -68,9 +68,9 @@ def train(
     blocks of `AUTOGRAD_BLOCK` runs. A kind with a fast path (`gradient_step`: the
     lesson's moments, also sink's and multihead's; posenc's
     pipeline/models/pooling_gradients.py; window's fused kernel on the CPU) takes it
-    unless `autograd`, in its own blocks (`training_block`); tests/test_models.py
+    unless `autograd`, in its own blocks (`training_block`); tests/models/test_models.py
     checks each fast path against the definition. On a cuda device a kind's fused
-    kernel trains every epoch at once (`fused`: tests/test_cuda_kernels.py), or,
+    kernel trains every epoch at once (`fused`: tests/models/test_cuda_kernels.py), or,
     where it does not compile or launch, torch's ops do.
     With `check`, a run that reached NaN or inf raises DivergenceError; without, the
     caller looks at `finite_runs` itself (the seed study names the seeds).
@@ -130,9 +130,9 @@ def training_plan(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor
 
 def runs_together(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor) -> int:
     """Runs that a piece of a chunk keeps together for the chunk's bits: a multiple of
-    the kind's block (a block of other size rounds its sums differently: posenc's
-    parameters moved by 2e-7 in blocks of 7), 1 where every run trains in one pass,
-    whose runs never meet (tests/test_study.py: the same bits in any grouping)."""
+    the kind's block (a block of other size rounds its sums differently and moves
+    posenc's parameters: docs/speed.md), 1 where every run trains in one pass,
+    whose runs never meet (tests/experiments/test_study.py: the same bits in any grouping)."""
     block = training_plan(model, inputs, labels, autograd=False)[1]
     return 1 if block is None else block[0]
 
@@ -191,10 +191,10 @@ def surrogate_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 
 # Runs per autograd pass. Autograd keeps (N, T, heads, runs) intermediates, whose
-# passes are bound by memory bandwidth: with 50 runs they stay in cache (measured on
-# the 2-core machine, multihead: 40 ms per epoch of 250 runs in blocks of 50, 73 ms
-# in one block). Runs are independent, so the block changes no number beyond float
-# rounding. A kind may ask for its own (`training_block`: posenc, the window kernel).
+# passes are bound by memory bandwidth: with 50 runs they stay in cache (sized on
+# the 2-core machine with multihead: docs/speed.md). Runs are independent, so the
+# block changes no number beyond float rounding. A kind may ask for its own
+# (`training_block`: posenc, the window kernel).
 AUTOGRAD_BLOCK = 50
 
 

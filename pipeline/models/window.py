@@ -47,7 +47,7 @@ from pipeline.models.threads import available
 
 # Runs per training pass of the compiled kernel (the fused step's and autograd's): it
 # keeps no (N, T, runs) intermediates (it tiles its work itself), and each pass costs
-# a fixed ~3 ms of Python: larger passes than `train.AUTOGRAD_BLOCK`.
+# a fixed Python overhead (docs/speed.md): larger passes than `train.AUTOGRAD_BLOCK`.
 KERNEL_BLOCK = 250
 
 
@@ -157,7 +157,7 @@ def gradient_step(inputs: torch.Tensor, labels: torch.Tensor):
 
 
 def cpu_kernel():
-    """pipeline.models.window_kernel, numba's compiled loops (0.5 s to import, so on use).
+    """pipeline.models.window_kernel, numba's compiled loops (slow to import, so on use).
     Without an importable numba (a `numba.py` in the working folder shadowing it, a
     broken install) one line: torch's autograd would train other bits than the kernel,
     so there is no fallback here, where the CUDA path falls back to torch's ops."""

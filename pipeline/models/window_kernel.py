@@ -1,11 +1,12 @@
 """The window variant's layer and pooling in training on the CPU: compiled loops.
 
-Why: 1000 seeds of every variant should train in 60 s on 2 cores. In torch's eager
-ops the window variant took 57 to 71 s: each of its ~50 ops per epoch streamed
-(window, N, T, runs) intermediates through memory. Here numba compiles the
-arithmetic into loops that keep one (run, example, step)'s numbers in registers,
-and torch computes the exponentials, vectorized, between them (numba's scalar
-exp costs two to three times torch's). README: Model variants has the timings.
+Why: 1000 seeds of every variant should train within the time target of
+benchmarks/bench_variants.py on 2 cores (docs/speed.md). In torch's eager ops the
+window variant misses it: each of its ~50 ops per epoch streams (window, N, T, runs)
+intermediates through memory. Here numba compiles the arithmetic into loops that
+keep one (run, example, step)'s numbers in registers, and torch computes the
+exponentials, vectorized, between them (numba's scalar exp is slower than torch's).
+README: Model variants has the timings.
 
 The model, per run, with x_{t-o} written X_o:
 
@@ -27,10 +28,10 @@ The layer's weights are packed: position t keeps the slots of its keys
 j = t - min(w, t + 1) + 1 .. t only (`slot_starts`), 78 for w = T = 12 instead of
 144. Runs sit innermost, in tiles of `TILE`; threads take whole tiles. Training's
 step (`logits_and_gradients`) runs each tile's backward right after its forward.
-tests/test_models.py and tests/test_debate_training.py check the logits and
+tests/models/test_models.py and tests/experiments/test_debate_training.py check the logits and
 gradients against autograd through `window.attend`, the definition.
 numba caches the compiled loops next to this file (`cache=True`): the first use
-after an install compiles them, once, in about 3 s.
+after an install compiles them, once.
 """
 
 from __future__ import annotations
@@ -50,10 +51,8 @@ from pipeline.models.threads import run_jobs
 # plain IEEE operations in a fixed order, the same in a vector lane or a scalar
 # remainder. Threads take whole tiles, so the numbers do not depend on the thread
 # count; another tile width moves last bits (torch's exp takes a scalar path for a
-# buffer's tail). Measured on the 2-core
-# machine, ms per epoch of 256 runs on one thread, w = 12 (w = 3): tiles of 8 runs
-# 61 (34), 16 runs 33 (20), 32 runs 27 (16), 64 runs 29 (17); the scalar loops over
-# one run at a time took 148 at w = 12.
+# buffer's tail). 32 is the fastest width on the 2-core machine, far faster than
+# scalar loops over one run at a time (docs/speed.md).
 TILE = 32
 
 

@@ -1,9 +1,10 @@
 """reports/headline.json: the few numbers `dvc metrics show` and `dvc exp show` list.
 
 The lesson's gap and its per-run numbers flagged `headline` in
-pipeline/core/measures.py, the study's headline, attention's two faithfulness
-scores per run and each experiment's own entries. Every number here is also in the
-full files (metrics.json, study/summary.json, faithfulness.json), which `pipeline diff`
+pipeline/core/measures.py with each experiment's numbers of that run (attention's
+two faithfulness scores), and each experiment's own entries (the seed study's among
+them). Every number here is also in the full files (metrics.json, study/summary.json,
+faithfulness.json), which `pipeline diff`
 and CI compare in full; this file only chooses what a table of experiments shows.
 """
 
@@ -12,21 +13,25 @@ from __future__ import annotations
 from pipeline.core import measures
 from pipeline.core.kinds import experiment_part
 
-# Attention's scores per lesson run: rank agreement with step ablation (faithfulness)
-# and the hit rate on the marked step (plausibility).
-ATTENTION_NUMBERS = ("tau_loo", "hit_at_1")
 
-
-def headline(
-    metrics: dict, study: dict, faithfulness: dict, experiments: dict[str, dict | None]
-) -> dict:
-    """{"lesson": ..., "runs": {seed: ...}, "study": ..., and each experiment's entries
-    where its stage ran (its section module's `headline`)}: nested, as DVC shows it."""
-    heldout = study["heldout_accuracy"]
+def headline(metrics: dict, experiments: dict[str, dict | None]) -> dict:
+    """{"lesson": ..., "runs": {seed: ...}, and each experiment's entries where its
+    stage ran (its section module's `headline`)}: nested, as DVC shows it. A run's
+    entries are its flagged metrics, then each experiment's numbers of that run (its
+    section module's `run_headline`, where it has one)."""
+    ran = {name: results for name, results in experiments.items() if results is not None}
+    sections = {name: experiment_part(name, "section") for name in ran}
     entries = {}
-    for name, document in experiments.items():
-        if document is not None:
-            entries.update(experiment_part(name, "section").headline(document))
+    for name, results in ran.items():
+        entries.update(sections[name].headline(results))
+
+    def run_entries(seed: str) -> dict:
+        values = {}
+        for name, results in ran.items():
+            if hasattr(sections[name], "run_headline"):
+                values.update(sections[name].run_headline(results, seed))
+        return values
+
     return {
         "lesson": {
             "seed_gap": metrics["seed_gap"],
@@ -35,19 +40,9 @@ def headline(
         "runs": {
             seed: {
                 **{key: run[key] for key in measures.headline()},  # the flagged metrics
-                **{
-                    f"attention_{name}": faithfulness["runs"][seed]["attention"][name]
-                    for name in ATTENTION_NUMBERS
-                },
+                **run_entries(seed),
             }
             for seed, run in metrics["runs"].items()
-        },
-        "study": {
-            "seeds": study["seeds"],
-            "heldout_accuracy_mean": heldout["mean"],
-            "heldout_accuracy_ci95_low": heldout["ci95_low"],
-            "heldout_accuracy_ci95_high": heldout["ci95_high"],
-            "share_pairs_at_least_gap": study["pair_gap"]["p_at_least_observed"],
         },
         **entries,
     }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pandas as pd
 
@@ -22,10 +23,9 @@ class ReportInputs:
     steps: pd.DataFrame  # the step table
     golden: bool  # the lesson's configuration: the lesson's value beside each number
     images: dict[str, Images] = field(default_factory=dict)  # by section: accuracy, weights, ...
-    study: tuple[dict, pd.DataFrame] | None = None  # the seed study's summary and table
-    faithfulness: tuple[dict, dict] | None = None  # faithfulness.json, its study summary
-    # each experiment's results by name, None where its stage has not run
-    experiments: dict[str, dict | None] = field(default_factory=dict)
+    # each experiment's results by name as its sections read them (its section module's
+    # `report_results`), None where its stage has not run
+    experiments: dict[str, Any] = field(default_factory=dict)
 
 
 def image_lines(images: Images) -> list[str]:

@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 from pipeline.analysis.golden import LESSON
 from pipeline.core.kinds import experiment_part
-from pipeline.reporting.faithfulness_section import faithful
 from pipeline.reporting.inputs import ReportInputs, image_lines
 from pipeline.reporting.lesson_tables import (
     across_seeds_markdown,
@@ -23,7 +22,6 @@ from pipeline.reporting.lesson_tables import (
     variant_table,
 )
 from pipeline.reporting.reading import reading
-from pipeline.reporting.study_section import seeds_at_scale
 
 TITLE = "Do attention weights explain the model?"
 
@@ -113,17 +111,29 @@ def model_variant(inputs: ReportInputs) -> list[str]:
 Section = Callable[[ReportInputs], list[str]]
 
 
-def experiments(inputs: ReportInputs) -> list[str]:
-    """Each experiment's sections where its stage ran, in their places' order (a
-    section with nothing to show, "", is left out)."""
-    placed = [
-        (place, section, document)
-        for name, document in inputs.experiments.items()
-        if document is not None
-        for place, section in experiment_part(name, "section").SECTIONS
-    ]
-    texts = [section(document) for _, section, document in sorted(placed, key=lambda p: p[0])]
-    return [text for text in texts if text]
+def experiments(first: float, last: float) -> Section:
+    """The section of the experiments' sections placed in [first, last), where their
+    stages ran, in their places' order (a section with nothing to show, "", is left
+    out). A section module that draws figures (`plots`) has its sections called with
+    its figures' links too."""
+
+    def placed_sections(inputs: ReportInputs) -> list[str]:
+        placed = []
+        for name, results in inputs.experiments.items():
+            if results is None:
+                continue
+            module = experiment_part(name, "section")
+            images = inputs.images.get(name, []) if hasattr(module, "plots") else None
+            for place, section in module.SECTIONS:
+                if first <= place < last:
+                    placed.append((place, section, results, images))
+        texts = [
+            section(results) if images is None else section(results, images)
+            for _, section, results, images in sorted(placed, key=lambda p: p[0])
+        ]
+        return [text for text in texts if text]
+
+    return placed_sections
 
 
 SECTIONS: list[Section] = [
@@ -134,9 +144,7 @@ SECTIONS: list[Section] = [
     attention_weights,
     ablation,
     model_variant,
-    seeds_at_scale,
-    faithful,
-    experiments,
+    experiments(0, float("inf")),  # each experiment's sections by place
 ]
 
 

@@ -2,9 +2,10 @@
 escaped in headers, index labels and cells.
 
 A `|` inside a cell ends the cell in GitHub's and markdown-it's tables, so a column
-named `top-|R| holds R` splits the header row, the delimiter row no longer matches,
-and the whole table renders as a paragraph of pipes. `\\|` is a literal pipe in a
-table cell (GFM, markdown-it); a table without a `|` in its text keeps its bytes.
+named `top-|R| holds R` splits the header row, which then does not match the
+delimiter row, and the whole table renders as a paragraph of pipes. `\\|` is a
+literal pipe in a table cell (GFM, markdown-it); a table without a `|` in its text
+keeps its bytes.
 """
 
 from __future__ import annotations

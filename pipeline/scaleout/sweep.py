@@ -147,8 +147,8 @@ def refuse_job_folder(folder: Path, setting: str) -> None:
 class JobFolderCheck(Callback):
     """Before Hydra makes a job's folder: refuse one inside the project's outputs,
     sources or store. The literal overrides are checked before Hydra starts
-    (config.load.check_hydra_dirs); this sees the folder as resolved, subdir joined:
-    `hydra.sweep.subdir=../../reports` put a job's files into reports/ (issue 49)."""
+    (config.load.check_hydra_dirs); this sees the folder as resolved, subdir joined,
+    so that `hydra.sweep.subdir=../../reports` cannot put a job's files into reports/."""
 
     def on_run_start(self, config: DictConfig, **kwargs) -> None:
         refuse_job_folder(*job_folder(config, RunMode.RUN))

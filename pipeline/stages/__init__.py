@@ -39,7 +39,7 @@ def _started_as_stage() -> bool:
 
 def _stopped_while_importing(signum: int, _frame) -> None:
     """Ctrl-C or SIGTERM before the stage's own code runs: nothing is written yet, so
-    one line and out (a traceback through torch's imports was 30 lines)."""
+    one line and out, not a traceback of some 30 lines through torch's imports."""
     name = signal.Signals(signum).name
     os.write(2, f"error: stopped by {name}; no output is half-written\n".encode())
     os._exit(128 + signum)
@@ -92,9 +92,10 @@ def cell_arguments(argv: list[str] | None, doc: str) -> tuple[str, str]:
 
 
 def check_no_arguments(main: Callable[..., None], name: str) -> None:
-    """Refuse a command line to a stage that reads params.yaml only: `roar.seeds=1` was
-    ignored, and the stage ran its 37 s on params.yaml's values and exited 0. A stage
-    whose `main` takes `argv` (a grid or debate cell: TASK VARIANT) parses its own."""
+    """Refuse a command line to a stage that reads params.yaml only: otherwise
+    `roar.seeds=1` is ignored, and the stage runs on params.yaml's values and exits 0
+    (the roar stage's full run: docs/speed.md). A stage whose `main` takes `argv` (a
+    grid or debate cell: TASK VARIANT) parses its own."""
     import inspect
 
     if sys.argv[1:] and "argv" not in inspect.signature(main).parameters:

@@ -4,26 +4,26 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
-import torch
 
-from pipeline.analysis import stats
 from pipeline.analysis.golden import is_lesson_config
 from pipeline.config import Config, load_params, provenance
 from pipeline.config.outputs import from_report
+from pipeline.config.results import experiment_results
 from pipeline.core.files import (
     read_csv,
     read_json,
-    read_parquet,
     remove,
     write_bytes,
     write_csv,
     write_json,
     write_text,
 )
+from pipeline.core.kinds import experiment_part
 from pipeline.memory import check_memory
-from pipeline.reporting import faithfulness_figures, figures, study_figures
+from pipeline.reporting import figures
 from pipeline.reporting.drawing import Plot
 from pipeline.reporting.headline import headline
 from pipeline.reporting.html_report import html_report
@@ -33,27 +33,33 @@ from pipeline.reporting.report import TITLE, markdown_report
 from pipeline.stages import entry
 
 
+def report_results(cfg: Config, results: dict[str, Any]) -> dict[str, Any]:
+    """Each experiment's results as its sections read them: its section module's
+    `report_results(cfg, results)` where it reads more (a per-seed table), else as
+    they are; None where its stage has not run."""
+    reported = {}
+    for name, found in results.items():
+        module = experiment_part(name, "section")
+        expand = getattr(module, "report_results", None)
+        reported[name] = expand(cfg, found) if expand is not None and found is not None else found
+    return reported
+
+
 def plots(
     cfg: Config,
     document: dict,
     steps: pd.DataFrame,
     curves: pd.DataFrame,
-    study: tuple[dict, pd.DataFrame] | None = None,
-    faithfulness: tuple[dict, dict, pd.DataFrame] | None = None,
+    experiments: dict[str, Any] | None = None,
 ) -> list[Plot]:
-    """The report stage's own figures."""
+    """The report stage's own figures, and each experiment's where its section module
+    draws some (`plots(cfg, results)`)."""
     high, low = cfg.eval.high_weight, cfg.eval.low_effect
     drawn = figures.lesson_figures(document, steps, curves, high, low)
-    if study is not None:
-        summary, table = study
-        gaps = stats.pair_gap_counts(torch.tensor(table["heldout_accuracy"].to_numpy()))
-        step = 1 / cfg.data.split[2]  # held-out accuracy moves in steps of one sequence
-        drawn += study_figures.study_figures(table, summary, tuple(g.tolist() for g in gaps), step)
-    if faithfulness is not None:
-        lesson_seeds = [int(seed) for seed in faithfulness[0]["runs"]]
-        drawn += faithfulness_figures.faithfulness_figures(
-            faithfulness[2], lesson_seeds, faithfulness[1]
-        )
+    for name, results in (experiments or {}).items():
+        module = experiment_part(name, "section")
+        if results is not None and hasattr(module, "plots"):
+            drawn += module.plots(cfg, results)
     return drawn
 
 
@@ -62,13 +68,12 @@ def run(
     document: dict,
     steps: pd.DataFrame,
     curves: pd.DataFrame,
-    study: tuple[dict, pd.DataFrame] | None = None,
-    faithfulness: tuple[dict, dict, pd.DataFrame] | None = None,
-    cells: bool = False,
+    experiments: dict[str, Any] | None = None,
 ) -> tuple[str, dict[str, bytes], pd.DataFrame, str]:
-    """report.md, the PNGs by name, the step-weight plot data and report.html; with
-    `cells`, the experiments' sections from their results (the cells' files among them)."""
-    drawn = plots(cfg, document, steps, curves, study, faithfulness)
+    """report.md, the PNGs by name, the step-weight plot data and report.html.
+    `experiments`: each experiment's results as its sections read them
+    (`report_results`)."""
+    drawn = plots(cfg, document, steps, curves, experiments)
     prefix = from_report(cfg, cfg.paths.figures)
     images: dict[str, list[tuple[str, str]]] = {}
     for figure in drawn:
@@ -79,21 +84,13 @@ def run(
         steps,
         is_lesson_config(cfg),
         images,
-        study,
-        faithfulness and faithfulness[:2],
-        **(cell_inputs(cfg) if cells else {}),
+        experiments=experiments or {},
     )
     markdown = markdown_report(inputs)
     pngs = {figure.name: figure.png for figure in drawn}
     linked = {f"{prefix}/{name}": png for name, png in pngs.items()}
     page = html_report(markdown, Path(cfg.paths.report).parent, TITLE, linked)
     return markdown, pngs, step_weights(steps), page
-
-
-def cell_inputs(cfg: Config) -> dict:
-    """The experiments' results where their stages ran (the cells' sections read every
-    cell's file, the figures their stages drew)."""
-    return {"experiments": provenance.experiment_results(cfg)}
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
@@ -114,22 +111,14 @@ def main() -> None:
     document = read_json(cfg.paths.metrics)
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)
-    study = read_json(cfg.paths.study_summary), read_parquet(cfg.paths.study_seeds)
-    faithfulness = (
-        read_json(cfg.paths.faithfulness),
-        read_json(cfg.paths.study_faithfulness),
-        read_parquet(cfg.paths.study_faithfulness_seeds),
-    )
-    markdown, pngs, weights, page = run(
-        cfg, document, steps, curves, study, faithfulness, cells=True
-    )
+    results = experiment_results(cfg)
+    markdown, pngs, weights, page = run(cfg, document, steps, curves, report_results(cfg, results))
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, weights)
         write_text(cfg.paths.report, markdown)
         write_text(cfg.paths.report_html, page)
-        experiments = provenance.experiment_results(cfg)
-        headline_document = headline(document, study[0], faithfulness[0], experiments)
+        headline_document = headline(document, results)
         write_json(cfg.paths.headline, headline_document)
 
 

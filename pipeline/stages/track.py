@@ -17,8 +17,17 @@ from pathlib import Path
 import yaml
 
 from pipeline import tracking
-from pipeline.config import PARAMS_FILE, Config, TrackingConfig, load_params, provenance, validate
+from pipeline.config import (
+    PARAMS_FILE,
+    Config,
+    TrackingConfig,
+    load_params,
+    provenance,
+    validate,
+)
+from pipeline.config.results import experiment_results
 from pipeline.core.files import read_csv, read_json, read_parquet, require, write_json
+from pipeline.core.kinds import EXPERIMENTS, experiment_part, has_part
 from pipeline.reporting import summary
 from pipeline.stages import entry
 from pipeline.tracking.store import PRIVATE_FILE, PRIVATE_FOLDER
@@ -44,10 +53,12 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         cfg.paths.training_curves,
         cfg.paths.report,
         cfg.paths.figures,
-        cfg.paths.study_summary,
-        cfg.paths.study_seeds,
-        cfg.paths.faithfulness,
-        cfg.paths.study_faithfulness,
+        *(
+            getattr(cfg.paths, key)
+            for name in EXPERIMENTS
+            if has_part(name, "tracked")
+            for key in getattr(experiment_part(name, "tracked"), "ARTIFACTS", ())
+        ),
     ]
     return tracking.PipelineState(
         cfg=cfg,
@@ -59,10 +70,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         parameters=read_parquet(cfg.paths.parameters),  # each seed's model (registered.py)
         report_html=require(Path(cfg.paths.report_html)).read_text(),
         params_yaml=params_snapshot(cfg),
-        study=read_json(cfg.paths.study_summary),
-        faithfulness=read_json(cfg.paths.faithfulness),
-        study_faithfulness=read_json(cfg.paths.study_faithfulness),
-        experiments=provenance.experiment_results(cfg, "tracked"),
+        experiments=experiment_results(cfg, "tracked"),
     )
 
 
@@ -74,17 +82,13 @@ def params_snapshot(cfg: Config) -> str:
     return text
 
 
-def log_once(cfg: Config, metrics: dict, study: dict) -> str:
+def log_once(cfg: Config, metrics: dict) -> str:
     """Log the pipeline's state unless the store has it; returns the store's URI."""
     provenance.verify_inputs(cfg, "track")
     root, uri = Path.cwd(), tracking.store_uri(cfg.tracking)
     hashes = tracking.lock_hashes(root / "dvc.lock", cfg)
-    battery = tracking.battery_documents(
-        read_json(cfg.paths.faithfulness),
-        read_json(cfg.paths.study_faithfulness),
-        provenance.experiment_results(cfg, "tracked"),
-    )
-    digest = tracking.state_digest(cfg, metrics, hashes, study, battery)
+    battery = tracking.battery_documents(experiment_results(cfg, "tracked"))
+    digest = tracking.state_digest(cfg, metrics, hashes, None, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)
     logged = False
     if run_id is None:
@@ -126,7 +130,7 @@ def main() -> None:
         write_marker(cfg)
         return
     metrics, study = read_json(cfg.paths.metrics), read_json(cfg.paths.study_summary)
-    uri = log_once(cfg, metrics, study)
+    uri = log_once(cfg, metrics)
     print(summary.answer(cfg, metrics, study, ui_hint(cfg, uri)))
 
 

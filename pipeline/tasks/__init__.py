@@ -27,8 +27,9 @@ offers, without torch:
   section (the default: "order");
 - a docstring with the rule, its rationale and which faithfulness metrics apply.
 
-A new task is one module here and one YAML in conf/task/ (its cells in
-conf/grid/lesson.yaml, and conf/debate/lesson.yaml where it has debate cells, as well).
+A new task is one module here and one YAML in conf/task/; `python -m pipeline.params
+--defaults` writes its cells into conf/grid/lesson.yaml, and conf/debate/lesson.yaml
+where it has debate cells.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 y = [m < T / 2]; with the lesson's m in 2..11 of T = 12, y = 1 for m in 2..5, so
 the majority baseline is about 0.6. The readings play no part. A model without
 positional information sees the steps as a set, whose distribution does not
-depend on m: it cannot beat the majority baseline (tests/test_tasks.py shows it
+depend on m: it cannot beat the majority baseline (tests/tasks/test_tasks.py shows it
 on the generated data: moving the marked step to the other half keeps the set and
 flips the label).
 

@@ -9,7 +9,7 @@ The offset is drawn independently of r_m and m, so the calibration reading (and
 every unmarked reading, r_t + o) carries no information about the label: it is a
 suppressor in the sense of Haufe et al. (2014) and XAI-TRIS (Clark et al. 2023),
 statistically independent of y, yet a model that subtracts it removes the noise o
-from r'_m (tests/test_suppressor.py shows both on the generated data).
+from r'_m (tests/tasks/test_suppressor.py shows both on the generated data).
 
 Rationale: the marked step alone; the suppressor, step 0 (`suppressors`), is not in
 it. Every metric applies; the grid's cell also reports how much of each

@@ -12,7 +12,6 @@ Only the modules of this package import mlflow, and only inside functions:
 - registered: each seed's model, logged on its run and registered with the alias
   run-<seed> (the track stage passes it to `log_state`)
 - pyfunc: the model itself, an MLflow pyfunc logged from code
-- study_runs: logging a seed study job
 - search: reading the logged states back
 - cell_runs: logging an experiment's cells (the grid's, the debate's), one parent run each
 - auth: the login of the MLflow servers we start (MLflow's basic-auth app)
@@ -43,7 +42,6 @@ from pipeline.tracking.store import (
     store_root,
     store_uri,
 )
-from pipeline.tracking.study_runs import log_study
 from pipeline.tracking.view import GAP_VIEW
 
 __all__ = [
@@ -58,7 +56,6 @@ __all__ = [
     "git_tags",
     "lock_hashes",
     "log_state",
-    "log_study",
     "logged_run",
     "search_parent_runs",
     "state_digest",

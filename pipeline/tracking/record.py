@@ -4,7 +4,7 @@ The track stage runs whenever what it logs changes, so it must know without
 importing mlflow whether the store holds the current state. After logging a state, or
 finding it through MLflow's client, `remember` writes a record of our own beside
 the SQLite database, `mlflow.db.state.json`: the experiment, the state's digest,
-the parent run, and the database file as it was then (device, inode, size,
+the parent run, and the database file at that moment (device, inode, size,
 modification time, SQLite's file change counter).
 
 `logged_run` trusts the record only while the file is that very file, unwritten
@@ -90,7 +90,7 @@ def logged_run(uri: str, experiment: str, digest: str) -> str | None:
     if current is None or record.get("store") != current:
         return None
     models = record.get("models")
-    if not isinstance(models, dict):  # a record from before the models' digests
+    if not isinstance(models, dict):  # a record without the models' digests
         return None
     for root, digest in models.items():
         try:
@@ -112,7 +112,7 @@ def remember(
     models: dict[str, str] | None = None,
 ) -> None:
     """Record that the store at `uri` holds `digest` in run `run_id`, for the file as
-    it is now, with the local files of its artifacts (`artifacts`: the no-op check
+    it stands, with the local files of its artifacts (`artifacts`: the no-op check
     finds them gone, after `rm -rf mlartifacts`, and lets `log_state` log them again)
     and the digest of each registered model's folder (`models`, {folder: tree_digest}:
     the no-op check finds a tampered model and lets `log_state` restore it).

@@ -1,10 +1,11 @@
 """Logging a pipeline state: one parent run per state, one child run per seed.
 
 Metric names are namespaced so that MLflow's chart view groups them: `gap/`
-(the run-to-run gap, on the parent), `data/` (the data checks), `model/`,
-`study/` and `faithfulness/study/` on the parent; `lesson/` (docs/lesson.md, section 4),
-`faithfulness/` and the curves `train/loss`, `train/accuracy` on each seed's
-run. reports/metrics.json keeps its own keys: only the MLflow names differ.
+(the run-to-run gap, on the parent), `data/` (the data checks), `model/` and each
+experiment's (its tracked.py: `study/`, `faithfulness/study/`, ...) on the parent;
+`lesson/` (docs/lesson.md, section 4), each experiment's (`faithfulness/`, ...) and
+the curves `train/loss`, `train/accuracy` on each seed's run. reports/metrics.json
+keeps its own keys: only the MLflow names differ.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pipeline.config import PARAMS_FILE, Config
-from pipeline.core.kinds import experiment_part
+from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.tracking import record
 from pipeline.tracking.client import NewRun, log_once, log_run, source_tags
 from pipeline.tracking.state import (
@@ -27,7 +28,6 @@ from pipeline.tracking.state import (
     changed_params,
     nested_metrics,
     number_params,
-    sanity_metrics,
     version_label,
 )
 from pipeline.tracking.store import locked, store_root, store_uri
@@ -54,8 +54,7 @@ def log_state(state: PipelineState, models: ModelLogger | None = None) -> tuple[
 
 
 def parent_metrics(state: PipelineState) -> dict[str, float]:
-    """The parent run's numbers: gap/, data/, model/, study/, faithfulness/study/ and
-    each experiment's."""
+    """The parent run's numbers: gap/, data/, model/ and each experiment's."""
     document = state.metrics
     heldout = [run["heldout_accuracy"] for run in document["runs"].values()]
     values = {name: document[key] for key, name in GAP_METRICS.items() if key in document}
@@ -70,14 +69,6 @@ def parent_metrics(state: PipelineState) -> dict[str, float]:
     for key, value in document.items():
         if key not in ("data", "runs", *GAP_METRICS):
             values.update(nested_metrics({MODEL_METRICS.get(key, f"lesson/{key}"): value}, ""))
-    if state.study is not None:  # no child run per study seed: 1000 would swamp the UI
-        values.update(nested_metrics(state.study, "study/"))
-    if state.study_faithfulness is not None:
-        explainers = state.study_faithfulness["explainers"]
-        values.update(nested_metrics(explainers, "faithfulness/study/"))
-        if "sanity" in state.study_faithfulness:
-            sanity = state.study_faithfulness["sanity"]
-            values.update(sanity_metrics(sanity, "faithfulness/sanity/"))
     for name, document in state.experiments.items():  # each experiment's own (tracked.py)
         if document is not None:
             values.update(experiment_part(name, "tracked").parent_metrics(document))
@@ -169,12 +160,9 @@ def _log_locked(uri: str, state: PipelineState, log_models: ModelLogger | None) 
             "mlflow.note.content": description(state.cfg, values, baseline, label),
         }
         dataset = dataset_input(state)
-        # A run without a study or a battery (python -m pipeline.run) has no such params.
-        skipped = tuple(
-            f"{group}."
-            for group, part in (("study", state.study), ("faithfulness", state.faithfulness))
-            if part is None
-        )
+        # A run without an experiment's results (python -m pipeline.run) has no such
+        # params.
+        skipped = tuple(f"{name}." for name in EXPERIMENTS if state.experiments.get(name) is None)
         params = {k: v for k, v in number_params(state.cfg).items() if not k.startswith(skipped)}
 
         def rest(client, parent: str, parent_tags: dict[str, str]) -> None:
@@ -275,8 +263,6 @@ def _log_children_and_artifacts(
     and the params that differ from the defaults, so the UI can group by version.
     Returns {seed: run id}."""
     children = {}
-    battery = (state.faithfulness or {}).get("runs", {})
-    robust = (state.faithfulness or {}).get("robustness", {})
     version = parent_tags["version"]
     differing = {key: new for key, (_, new) in changed_params(state.cfg, Config()).items()}
     inherited = {k: v for k, v in parent_tags.items() if k != "mlflow.note.content"}
@@ -290,8 +276,6 @@ def _log_children_and_artifacts(
         }
         values = {
             **nested_metrics(numbers, "lesson/"),
-            **nested_metrics(battery.get(seed, {}), "faithfulness/"),
-            **nested_metrics(robust.get(seed, {}), "faithfulness/robustness/"),
             **experiment_metrics(state.experiments, seed),
         }
         child = log_run(

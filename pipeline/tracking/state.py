@@ -48,26 +48,23 @@ class PipelineState:
     sequences: pd.DataFrame | None = None  # logged as the runs' dataset input
     report_html: str | None = None  # report.md with its figures embedded
     params_yaml: str | None = None  # params.yaml as the config was read from it
-    study: dict | None = None  # the seed study's summary.json
-    faithfulness: dict | None = None  # faithfulness.json: per run, explainer and metric
-    study_faithfulness: dict | None = None  # the battery over the study's runs
     parameters: pd.DataFrame | None = None  # models/parameters.parquet: each seed's model
-    # each experiment's document by name, None where its stage has not run
+    # each experiment's results by name, None where its stage has not run
     experiments: dict[str, dict | None] = field(default_factory=dict)
     source: str = "dvc repro: pipeline/stages/track.py"  # what the UI's Source column says
 
     @property
     def digest(self) -> str:
-        battery = battery_documents(self.faithfulness, self.study_faithfulness, self.experiments)
-        return state_digest(self.cfg, self.metrics, self.tags, self.study, battery)
+        battery = battery_documents(self.experiments)
+        return state_digest(self.cfg, self.metrics, self.tags, None, battery)
 
 
-def battery_documents(runs: dict | None, study: dict | None, experiments: dict) -> dict:
-    """What a state's digest holds of the explainers' tests: the battery per run and
-    over the study, and each experiment's document (provenance.experiment_results). The
-    track stage's no-op check and the logged state both digest this: one definition,
-    or the check never finds the state it logged."""
-    return {"runs": runs, "study": study, **experiments}
+def battery_documents(experiments: dict) -> dict:
+    """What a state's digest holds of the experiments: each one's results by name
+    (config.results.experiment_results). The track stage's no-op check and the logged
+    state both digest this: one definition, or the check never finds the state it
+    logged."""
+    return dict(experiments)
 
 
 def state_digest(

@@ -14,9 +14,11 @@ FOLDERS = ("abstraction",)  # the paths that are folders
 @dataclass
 class Settings:
     """Causal abstraction (docs/field.md): interchange interventions on the context
-    vector of the study's first runs, trained and at init."""
+    vector of the study's first runs, trained and at their init, with a linear map
+    (DAS's rotation) and a non-linear one (rotation + RevNet coupling blocks).
+    1000 seeds for the docs' distributions: dvc exp run -S abstraction.seeds=1000"""
 
-    seeds: int = 20  # the study's first runs (at most study.seeds); 1000 for the docs'
+    seeds: int = 20  # the study's first runs (at most study.seeds)
     dims: int = 1  # aligned coordinates of the context vector (d_v = 3)
     hidden: int = 8  # the non-linear map's coupling MLPs' width
     blocks: int = 2  # its additive coupling blocks

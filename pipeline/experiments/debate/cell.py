@@ -273,7 +273,7 @@ def deception_numbers(
     out (a large lam can push a run off). Beside the attention, whether LOO, the
     gradient and integrated gradients still find the rationale: their hit@1 against
     it (the faithfulness battery's). lam = 0 is the ordinary run (the learned
-    runs, `learned`: tests/test_deception.py checks that training with lam = 0 gives
+    runs, `learned`: tests/experiments/test_deception.py checks that training with lam = 0 gives
     their parameters within 1e-10)."""
     held, held_labels, held_rationale = heldout
     runs = []

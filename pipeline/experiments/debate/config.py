@@ -27,21 +27,27 @@ def debate_cells() -> dict[str, GridCell]:
 
 @dataclass
 class Settings:
-    """The attention debate (pipeline/experiments/debate/, docs/debate.md): each paper's
-    test on task x model cells, each a DVC stage debate@<name>, trained as the grid's
-    cells are (grid.epochs, grid.lr)."""
+    """The attention debate (docs/debate.md): each paper's test, one DVC stage
+    debate@<name> per cell (a task and a variant of pipeline/core/kinds.py whose logit is
+    linear in its pooling weights, at most four heads), trained as the grid's cells are
+    (grid.epochs, grid.lr). Every grid task whose rationale singles out steps: the
+    lesson (the marked step), first_half (the marked step), rise (m - 1 and m), each
+    with a variant that can solve it; two_patterns' rationale is every step.
+    The docs' numbers: dvc exp run -S debate.seeds=1000 -S debate.trained_seeds=100"""
 
     cells: dict[str, GridCell] = field(default_factory=debate_cells)
-    seeds: int = 100  # runs of the tests that do not train: the adversary, permutations, seed pairs
-    trained_seeds: int = 10  # runs per setting of the tests that train: uniform, frozen, deceptive
-    epsilons: list[float] = field(default_factory=lambda: [0.01, 0.05])  # the adversary's bands
+    seeds: int = 100  # the tests that do not train: the adversary, permutations, seed pairs
+    trained_seeds: int = 10  # per setting, the tests that train: uniform, frozen, deceptive
+    # the adversary's band on the output
+    epsilons: list[float] = field(default_factory=lambda: [0.01, 0.05])
     permutations: int = 100  # seeded random orders of each example's weights
     permutation_seed: int = 0
-    penalties: list[float] = field(default_factory=lambda: [0.0, 0.1, 1.0, 10.0])  # deception's lam
-    # The model-consistent adversary's lam: the weight of the JSD it gains on its TVD.
+    # deceptive attention's lam
+    penalties: list[float] = field(default_factory=lambda: [0.0, 0.1, 1.0, 10.0])
+    # the model-consistent adversary's lam: the weight of the JSD it gains on its TVD
     consistent_penalties: list[float] = field(default_factory=lambda: [0.1, 1.0, 10.0])
-    # Where the model-consistent adversary starts: this far along the line from its base
-    # run to that run's init (1: from the init, as Wiegreffe & Pinter train theirs).
+    # it starts this far from its base run toward that run's init (1: the init, as
+    # Wiegreffe & Pinter train theirs)
     consistent_start: float = 0.05
 
 

@@ -10,7 +10,7 @@ autograd's intermediates in cache and bound its memory as `train.train` does.
 
 The definition is autograd through the kind's `attend` (`reference_step`). A kind
 may bring a fast path (`loss_step` in its contract: window's fused kernel, the
-lesson's and posenc's hand-derived pooling), which tests/test_debate_training.py
+lesson's and posenc's hand-derived pooling), which tests/experiments/test_debate_training.py
 checks against it.
 """
 

@@ -12,10 +12,11 @@ FOLDERS = ("erasure",)  # the paths that are folders
 
 @dataclass
 class Settings:
-    """The field's erasure and disagreement tests (docs/field.md) on the lesson's runs
-    and the study's first `seeds` runs (every run of a smaller study)."""
+    """The field's erasure (Serrano & Smith 2019) and disagreement (Krishna et al. 2024)
+    tests (docs/field.md): the lesson's runs and the study's first `seeds` runs (every
+    run of a smaller study)."""
 
-    seeds: int = 32  # the study's first runs through both tests (1000: docs/field.md)
+    seeds: int = 32  # 1000 for every study run (docs/field.md)
     order_seed: int = 0  # the random ranking: default_rng([order_seed, run seed])
     top_k: list[int] = field(default_factory=lambda: [1, 3])  # the agreement metrics' k
 

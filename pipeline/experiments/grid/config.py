@@ -18,25 +18,33 @@ REPLACED = ("cells",)  # the configured cells replace the default ones
 TRACKING_SUFFIX = "-next-lesson"  # the cells' MLflow experiment: <tracking.experiment><this>
 
 
+# The tasks in the order the grid lists its cells: heads (two_patterns) before order
+# (absolute and relative position), then the tasks no cell of these names.
+TASK_ORDER = ("two_patterns", "first_half", "rise", "suppressor")
+
+
 def grid_cells() -> dict[str, GridCell]:
     """The grid's default cells: each task module's GRID_VARIANTS (pipeline/tasks/),
-    which conf/grid/lesson.yaml lists as well (DVC composes conf/ alone)."""
-    return variant_cells("GRID_VARIANTS")
+    heads before order (TASK_ORDER), as conf/grid/lesson.yaml lists them."""
+    cells = variant_cells("GRID_VARIANTS")
+    rank = {task: place for place, task in enumerate(TASK_ORDER)}
+    return dict(sorted(cells.items(), key=lambda item: rank.get(item[1].task, len(rank))))
 
 
 @dataclass
 class Settings:
-    """The next lesson's grid (pipeline/experiments/grid/cell.py): task x model cells,
-    each a DVC stage grid@<name> (dvc.yaml's foreach over `cells`)."""
+    """The next lesson's grid (docs/next_lesson.md): one DVC stage grid@<name> per cell,
+    each a seed distribution. Heads: the two-patterns task; order: absolute and
+    relative position. A variant is a name of pipeline/core/kinds.py.
+    1000 seeds per cell for the docs' distributions: dvc exp run -S grid.seeds=1000"""
 
     cells: dict[str, GridCell] = field(default_factory=grid_cells)
-    seeds: int = 20  # per cell; 1000 for the docs' distributions
+    seeds: int = 20  # per cell
     solved: float = 0.95  # a seed solves the task at this held-out accuracy
     shuffle_seed: int = 0  # the shuffled-steps control's permutations
-    faithfulness_seeds: int = 100  # each cell's first seeds through the faithfulness battery
-    # The cells' training: the lesson's baseline, set here rather than read from train.
-    # So an experiment on the lesson's training (`-S train.lr=0.3`) leaves the grid as
-    # it is; `-S grid.lr=0.3` moves the grid's.
+    faithfulness_seeds: int = 100  # the first seeds of each cell scored by the faithfulness battery
+    # The cells' training, the lesson's baseline (train.epochs and train.lr) set here:
+    # `dvc exp run -S train.lr=0.3` leaves the grid as it is; -S grid.lr=0.3 moves it.
     epochs: int = 200
     lr: float = 0.6
 

@@ -22,7 +22,7 @@ import pandas as pd
 
 from pipeline.core import measures
 from pipeline.core.measures import ATTENTION, RANDOM, competitors
-from pipeline.experiments.grid.suppressors_section import suppressor_section
+from pipeline.experiments.grid.suppressors_section import suppressors
 from pipeline.reporting import tables
 from pipeline.reporting.faithfulness_reading import covers_zero, paired_clause, paired_entry
 from pipeline.reporting.summary import interval
@@ -389,12 +389,6 @@ def next_lesson_section(cells: list[dict], images: list[str]) -> str:
 def next_lesson(results: dict) -> str:
     """The section "The next lesson" from the cells and the next_lesson stage's figures."""
     return next_lesson_section(results["cells"], results["images"]).strip()
-
-
-def suppressors(results: dict) -> str:
-    """The section "Suppressor variables": the cells on a task with a suppressor channel
-    ("" where none has one)."""
-    return suppressor_section(results["cells"])
 
 
 def headline(results: dict) -> dict:

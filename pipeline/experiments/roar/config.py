@@ -13,11 +13,14 @@ FOLDERS = ("roar",)  # the paths that are folders
 
 @dataclass
 class Settings:
-    """Remove and retrain (Hooker et al. 2019; docs/field.md): each ranking removes its
-    top `fractions` of every sequence's steps, and runs 1..seeds, each from
-    stream(data.seed + k) as the study's, retrain on what is left."""
+    """Remove and retrain (Hooker et al. 2019; docs/field.md): each ranking of the
+    lesson's runs (train.seeds) removes its top `fractions` of every sequence's steps
+    (the reading replaced by the training split's mean reading, the marker kept), and
+    runs 1..seeds, each from stream(data.seed + k), retrain on what is left, as the
+    study trains them. The docs' numbers: dvc exp run -S roar.seeds=1000"""
 
-    seeds: int = 50  # retrained runs per ranking and fraction; 1000 for the docs' numbers
+    seeds: int = 50  # retrained runs per ranking and fraction
+    # of the steps removed, rounded to whole steps
     fractions: list[float] = field(default_factory=lambda: [0.1, 0.3, 0.5, 0.7, 0.9])
     random_seed: int = 0  # the random ranking: numpy.random.default_rng(random_seed)
     # Song et al. (2023)'s check: these explainers again, each smoothed over `window` steps.

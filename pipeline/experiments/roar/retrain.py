@@ -6,7 +6,8 @@ fraction, in the training and the held-out data alike; models trained from scrat
 the modified training data are evaluated on the modified held-out data, and their
 accuracy drop against models trained on the unmodified data says how much of what the
 task needs the ranking put first. Retraining is what separates it from removal on a
-fixed model: the replacement value is no longer out of the model's training data.
+fixed model: the replacement value is then part of the model's training data, not
+out of it.
 With it, the check of Song, Cha & Seo, "On Pitfalls of RemOve-And-Retrain: Data
 Processing Inequality Perspective" (2023, arXiv:2304.13836): a smoothed ranking is a
 function of the explainer's scores alone, so it carries no more information about the

@@ -1,0 +1,38 @@
+"""The study stage's settings (params.yaml's `study:` group), their ranges and checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pipeline.config.intervals import at_least
+from pipeline.config.shards import shard_of
+
+PATHS = {
+    "study_seeds": "reports/study/seeds.parquet",
+    "study_params": "reports/study/params.parquet",
+    "study_summary": "reports/study/summary.json",
+}
+FOLDERS = ()  # the paths that are folders
+
+
+@dataclass
+class Settings:
+    """The seed study: the lesson's per-seed numbers for runs 1..seeds, each run k
+    starting from stream(data.seed + k) as train.seeds does, on the lesson's data
+    with the model/train settings."""
+
+    seeds: int = 1000
+    bootstrap: int = 1000  # resamples of the multi-bootstrap (seeds and held-out examples together)
+    bootstrap_seed: int = 0
+    chunk: int = 250  # seeds trained at once: bounds the memory; numbers agree to float64 rounding
+    # "i/n": train only shard i of n (python -m pipeline merge_study joins them)
+    shard: str | None = None
+
+
+RANGES = {"seeds": at_least(2), "bootstrap": at_least(1), "chunk": at_least(1)}
+RELATIVE: dict[str, str] = {}
+
+
+def check_settings(cfg) -> None:
+    """study.shard: i/n over the study's chunks, or null (`shard_of`)."""
+    shard_of(cfg.study)

@@ -1,0 +1,34 @@
+"""Stage study (pipeline/analysis/seed_study.py): runs 1..study.seeds on the lesson's
+data -> seeds.parquet (every per-seed number and the trained parameters),
+params.parquet (the parameters alone, which the faithfulness stage reads: an eval.*
+change rewrites seeds.parquet but not these bytes, so the battery does not rerun),
+summary.json."""
+
+from __future__ import annotations
+
+from pipeline.analysis import seed_study
+from pipeline.config import load_params, provenance
+from pipeline.core.files import read_parquet, write_json, write_parquet
+from pipeline.memory import check_memory
+from pipeline.models import interface
+from pipeline.reporting.summary import study_line
+from pipeline.stages import entry
+
+
+def main() -> None:
+    cfg = load_params()
+    check_memory(cfg)  # before any work: the largest stage of this config fits
+    provenance.verify_inputs(cfg, "study")
+    table, summary = seed_study.run(
+        cfg, read_parquet(cfg.paths.sequences), seed_study.show_progress()
+    )
+    with provenance.publishing(cfg, "study"):
+        write_parquet(cfg.paths.study_seeds, table)
+        columns = ["seed", *interface.flat_names(cfg.model, cfg.data.steps)]
+        write_parquet(cfg.paths.study_params, table[columns])
+        write_json(cfg.paths.study_summary, summary)
+    print(study_line(summary))
+
+
+if __name__ == "__main__":
+    entry(main)
