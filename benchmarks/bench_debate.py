@@ -1,4 +1,4 @@
-"""Seconds and numbers of the attention debate's experiments (pipeline/debate/).
+"""Seconds and numbers of the attention debate's experiments (pipeline/experiments/debate/).
 
     python benchmarks/bench_debate.py [--seeds 1000] [--chunk 100]
 
@@ -17,12 +17,12 @@ import time
 import torch
 
 from pipeline.config import compose, validate
-from pipeline.debate.adversary import runs_adversary
-from pipeline.debate.deception import rationale_mass, train_deceptive
-from pipeline.debate.fixed_attention import step_weights, train_fixed, uniform_weights
-from pipeline.debate.permutation import permutation_orders, permuted_output_change
-from pipeline.debate.pooling import fixed_logits, pooling_terms
-from pipeline.debate.seed_variance import pair_divergence, seed_pairs
+from pipeline.experiments.debate.adversary import runs_adversary
+from pipeline.experiments.debate.deception import rationale_mass, train_deceptive
+from pipeline.experiments.debate.fixed_attention import step_weights, train_fixed, uniform_weights
+from pipeline.experiments.debate.permutation import permutation_orders, permuted_output_change
+from pipeline.experiments.debate.pooling import fixed_logits, pooling_terms
+from pipeline.experiments.debate.seed_variance import pair_divergence, seed_pairs
 from pipeline.memory import adversary_pass
 from pipeline.models import frames, interface
 from pipeline.models.pooling import probability

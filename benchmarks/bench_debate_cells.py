@@ -2,8 +2,8 @@
 
     python benchmarks/bench_debate_cells.py [--config "override ..."]
 
-Runs every debate cell's stage command, `python -m pipeline.stages.debate TASK
-VARIANT`, then `pipeline.stages.debate_figures`, in a copy of this project whose
+Runs every debate cell's stage command, `python -m pipeline.experiments.debate.stage TASK
+VARIANT`, then `pipeline.experiments.debate.debate_figures`, in a copy of this project whose
 params.yaml is composed from `--config`'s overrides (tracking off), one after
 another, and prints each process's wall seconds and their sum. The defaults are
 the cost on a cold `dvc repro`; `--config "debate.seeds=1000
@@ -49,10 +49,10 @@ def main() -> None:
         (project / "params.yaml").write_text(composed_yaml(overrides))
         cfg = validate(compose_params(project))
         commands = {
-            f"debate@{name}": ["pipeline.stages.debate", cell.task, cell.variant]
+            f"debate@{name}": ["pipeline.experiments.debate.stage", cell.task, cell.variant]
             for name, cell in cfg.debate.cells.items()
         }
-        commands["debate_figures"] = ["pipeline.stages.debate_figures"]
+        commands["debate_figures"] = ["pipeline.experiments.debate.debate_figures"]
         subprocess.run([sys.executable, "-c", COMPILE], cwd=project, check=True)
         total = 0.0
         for stage, command in commands.items():

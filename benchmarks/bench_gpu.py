@@ -174,8 +174,9 @@ def warm(cfg: Config, device: torch.device, warmed: set, column: str) -> None:
 
 def stage_rows(seeds: int) -> list[tuple[str, list[str], Callable[[Config], object]]]:
     """(name, overrides, work) of the study, a grid cell and a debate cell."""
-    from pipeline.analysis import grid, seed_study
-    from pipeline.debate import cell as debate_cell
+    from pipeline.analysis import seed_study
+    from pipeline.experiments.debate import cell as debate_cell
+    from pipeline.experiments.grid import cell as grid
 
     cfg = validate(compose([]))
     grid_cell, debate_name = next(iter(cfg.grid.cells)), next(iter(cfg.debate.cells))

@@ -16,8 +16,8 @@ from __future__ import annotations
 import argparse
 import time
 
-from pipeline.analysis import grid
 from pipeline.config import compose, validate
+from pipeline.experiments.grid import cell as grid
 from pipeline.reporting.summary import interval
 
 

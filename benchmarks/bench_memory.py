@@ -45,11 +45,11 @@ def stage_commands(cfg) -> dict[str, list[str]]:
         commands[name] = [sys.executable, "-m", f"{package}.stage"]
     for name, cell in cfg.grid.cells.items():
         commands[f"grid@{name}"] = [
-            sys.executable, "-m", "pipeline.stages.grid", cell.task, cell.variant
+            sys.executable, "-m", "pipeline.experiments.grid.stage", cell.task, cell.variant
         ]  # fmt: skip
     for name, cell in cfg.debate.cells.items():
         commands[f"debate@{name}"] = [
-            sys.executable, "-m", "pipeline.stages.debate", cell.task, cell.variant
+            sys.executable, "-m", "pipeline.experiments.debate.stage", cell.task, cell.variant
         ]  # fmt: skip
     commands["report"] = [sys.executable, "-m", "pipeline.stages.report"]
     return commands

@@ -72,7 +72,7 @@ def leftovers(project: Path) -> list[str]:
 
 def stage_command(stage: str) -> list[str]:
     if stage.startswith("grid@"):
-        return [sys.executable, "-m", "pipeline.stages.grid", *GRID_CELL]
+        return [sys.executable, "-m", "pipeline.experiments.grid.stage", *GRID_CELL]
     return [sys.executable, "-m", f"pipeline.stages.{stage}"]
 
 
@@ -287,7 +287,7 @@ def main() -> None:
             if stage.startswith("grid@"):  # the other cells, to completion
                 for cell in compose(NEW_PARAMS).grid.cells.values():
                     if (cell.task, cell.variant) != GRID_CELL:
-                        command = [sys.executable, "-m", "pipeline.stages.grid"]
+                        command = [sys.executable, "-m", "pipeline.experiments.grid.stage"]
                         assert run([*command, cell.task, cell.variant], project) == 0, cell
             if args.stage is None or stage in args.stage:
                 rows += kill_stage(project, stage)

@@ -103,9 +103,9 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
 
 def grid_cells(cfg: Config) -> dict[str, bytes]:
     """One grid cell of each model kind, and next_lesson's figures and section from them."""
-    from pipeline.analysis import grid
-    from pipeline.reporting.grid_figures import next_lesson_figures
-    from pipeline.reporting.next_lesson import experiments, next_lesson_section
+    from pipeline.experiments.grid import cell as grid
+    from pipeline.experiments.grid.figures import next_lesson_figures
+    from pipeline.experiments.grid.section import experiments, next_lesson_section
 
     documents = {f"grid {t}-{v}": grid.run_cell(cfg, t, v) for t, v in GRID_CELLS}
     read = [_read_back(document) for document in documents.values()]
@@ -119,8 +119,8 @@ def grid_cells(cfg: Config) -> dict[str, bytes]:
 
 def debate_cells(cfg: Config) -> dict[str, bytes]:
     """Every debate cell, and debate_figures' figures from them."""
-    from pipeline.debate.cell import run_cell
-    from pipeline.reporting.debate_figures import debate_figures
+    from pipeline.experiments.debate.cell import run_cell
+    from pipeline.experiments.debate.figures import debate_figures
 
     documents = {f"debate {t}-{v}": run_cell(cfg, t, v) for t, v in DEBATE_CELLS}
     pngs = debate_figures([_read_back(document) for document in documents.values()])

@@ -3,6 +3,7 @@ range in ranges.py, the outputs' paths in outputs.py, the cells in cells.py and 
 seeds and ceilings in bounds.py) and loading conf/ or params.yaml (load.py). The
 names every other package uses are imported here."""
 
+from pipeline.config.cells import GridCell
 from pipeline.config.checks import validate
 from pipeline.config.load import (
     check_conf_yaml,
@@ -27,8 +28,6 @@ from pipeline.config.schema import (
     DataConfig,
     EvalConfig,
     FaithfulnessConfig,
-    GridCell,
-    GridConfig,
     ModelConfig,
     PathsConfig,
     TaskConfig,
@@ -54,7 +53,6 @@ __all__ = [
     "EvalConfig",
     "FaithfulnessConfig",
     "GridCell",
-    "GridConfig",
     "ModelConfig",
     "PathsConfig",
     "TaskConfig",

@@ -1,17 +1,47 @@
-"""The cells of the next lesson's grid and of the attention debate: a task and a named
-model variant (pipeline/core/kinds.py) on the lesson's settings, trained as grid.epochs and
-grid.lr say; their configs, and the checks of the cells conf/ lists."""
+"""The cells of the experiments that train one task x model variant per DVC stage
+(the next lesson's grid, the attention debate): a task and a named model variant
+(pipeline/core/kinds.py) on the lesson's settings, trained as the experiment's settings
+say; their configs, and the checks of the cells conf/ lists.
+
+Imports nothing of the schema (pipeline/config/schema.py imports the experiments'
+config modules, which declare their cells with `GridCell`)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
 
-from pipeline.config.bounds import check
-from pipeline.config.schema import Config, GridCell, ModelConfig, TaskConfig
+from pipeline.config.intervals import check
 from pipeline.core.errors import ConfigError
-from pipeline.core.kinds import DEBATE_MAX_HEADS, POOLING_KINDS, TASKS, VARIANTS
+from pipeline.core.kinds import TASKS, VARIANTS
 
-PROBE_STEPS = 16  # sequence lengths on which a task's rationale is probed
+# The schema's Config and ModelConfig, not imported: the schema imports this module.
+Config = ModelConfig = Any
+
+
+@dataclass
+class GridCell:
+    task: str
+    variant: str  # a name of pipeline/core/kinds.py
+
+
+class CellTraining(Protocol):
+    """The settings a cell trains with instead of the lesson's train.epochs and train.lr."""
+
+    epochs: int
+    lr: float
+
+
+def variant_cells(attribute: str) -> dict[str, GridCell]:
+    """Each task module's `attribute` (GRID_VARIANTS, DEBATE_VARIANTS: pipeline/tasks/)
+    as cells under their keys <task>-<variant>: an experiment's default cells."""
+    from pipeline.tasks import task_module
+
+    return {
+        f"{task}-{variant}": GridCell(task, variant)
+        for task in TASKS
+        for variant in getattr(task_module(task), attribute, ())
+    }
 
 
 def cell_label(task: str, variant: str) -> str:
@@ -24,12 +54,15 @@ def variant_config(variant: str, base: ModelConfig) -> ModelConfig:
     return replace(base, **VARIANTS[variant])
 
 
-def cell_config(cfg: Config, task: str, variant: str) -> Config:
-    """A grid cell's config: the task and the model variant on the lesson's settings,
-    with the grid's own epochs and learning rate."""
-    train = replace(cfg.train, epochs=cfg.grid.epochs, lr=cfg.grid.lr)
+def cell_config(cfg: Config, task: str, variant: str, training: CellTraining) -> Config:
+    """A cell's config: the task and the model variant on the lesson's settings, with
+    `training`'s own epochs and learning rate."""
+    train = replace(cfg.train, epochs=training.epochs, lr=training.lr)
     return replace(
-        cfg, task=TaskConfig(kind=task), model=variant_config(variant, cfg.model), train=train
+        cfg,
+        task=replace(cfg.task, kind=task),
+        model=variant_config(variant, cfg.model),
+        train=train,
     )
 
 
@@ -57,33 +90,3 @@ def check_cells(
                 f"invalid config value {key}: a cell's key must be its <task>-<variant> "
                 f"(DVC names its stage and output after it), here {cell.task}-{cell.variant}"
             )
-
-
-def check_debate_cells(cfg: Config) -> None:
-    """The debate's cells: models whose pooling is linear in each head's weights (the
-    tests read such a logit; the exact adversary enumerates steps^heads vertex
-    combinations: pipeline/debate/adversary.py), on tasks whose rationale singles out
-    steps."""
-    applies = [
-        name
-        for name, model in VARIANTS.items()
-        if model["kind"] in POOLING_KINDS and model.get("heads", 1) <= DEBATE_MAX_HEADS
-    ]
-    note = f" (pooling linear in its weights, at most {DEBATE_MAX_HEADS} heads)"
-    tasks = (_singling_out_tasks(cfg.data.steps), " (a rationale that singles out steps)")
-    check_cells("debate", cfg.debate.cells, applies, note, tasks)
-
-
-def _singling_out_tasks(steps: int) -> list[str]:
-    """The tasks whose rationale singles out steps: not every step whatever the marked
-    one. Where it is every step, deceptive attention's penalty -log(1 - weight on it)
-    is infinite and the rationale's hit@1 is 1 whatever the explainer. Probed on at
-    most PROBE_STEPS steps, so that the check stays cheap before the size checks run."""
-    from pipeline.tasks import rationale_rows
-
-    probe = min(steps, PROBE_STEPS)
-    return [
-        task
-        for task in TASKS
-        if not all(all(row) for row in rationale_rows(task, list(range(probe)), probe))
-    ]

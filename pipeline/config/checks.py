@@ -19,7 +19,6 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from pipeline.config.bounds import check, check_generate_memory, check_integers, check_seeds
-from pipeline.config.cells import check_cells, check_debate_cells
 from pipeline.config.outputs import check_paths
 from pipeline.config.ranges import allowed, check_ranges
 from pipeline.config.schema import (
@@ -31,7 +30,7 @@ from pipeline.config.schema import (
     Config,
 )
 from pipeline.core.errors import ConfigError
-from pipeline.core.kinds import EXPERIMENTS, MODEL_KINDS, TASKS, VARIANTS, experiment_part
+from pipeline.core.kinds import EXPERIMENTS, MODEL_KINDS, TASKS, experiment_part
 
 
 @functools.cache
@@ -50,12 +49,6 @@ def _check_values(cfg: Config) -> None:
     check_generate_memory(cfg)  # the generate stage computes no other estimate
     _check_names(cfg)
     _check_training(cfg)
-    check_cells("grid", cfg.grid.cells, list(VARIANTS))
-    check_debate_cells(cfg)
-    debate = cfg.debate
-    check(debate.epsilons != [], "debate.epsilons", "must list at least one eps", [])
-    for key in ("penalties", "consistent_penalties"):
-        check(getattr(debate, key) != [], f"debate.{key}", "must list at least one lam", [])
     for name in EXPERIMENTS:  # each experiment's own checks (its config module)
         experiment_part(name, "config").check_settings(cfg)
     check_seeds(cfg)
@@ -127,10 +120,14 @@ def _check_training(cfg: Config) -> None:
 
 
 # MLflow's limit on an experiment's name (mlflow.utils.validation, 2.7 s to import:
-# a test checks that the two agree), less the grid's "-next-lesson" experiment suffix.
+# a test checks that the two agree), less the longest suffix of the MLflow experiments
+# an experiment's stages log to (its config's TRACKING_SUFFIX).
 MAX_EXPERIMENT_NAME = 500
-GRID_SUFFIX = "-next-lesson"
-DEBATE_SUFFIX = "-debate"  # the attention debate's experiment: shorter than the grid's
+LONGEST_SUFFIX = max(
+    (getattr(experiment_part(name, "config"), "TRACKING_SUFFIX", "") for name in EXPERIMENTS),
+    key=len,
+    default="",
+)
 TRACKING_SCHEMES = ("sqlite", "file", "http", "https", "postgresql", "mysql")
 
 
@@ -139,12 +136,12 @@ def _check_tracking(cfg: Config) -> None:
     store has, failed only in the track stage, after every run was trained."""
     experiment, uri = cfg.tracking.experiment, cfg.tracking.uri
     check(bool(experiment.strip()), "tracking.experiment", "must be a non-empty name", experiment)
-    longest = MAX_EXPERIMENT_NAME - len(GRID_SUFFIX)
+    longest = MAX_EXPERIMENT_NAME - len(LONGEST_SUFFIX)
     check(
         len(experiment) <= longest,
         "tracking.experiment",
-        f"must be at most {longest} characters (MLflow's limit, less the grid's "
-        f"{GRID_SUFFIX!r}); it has {len(experiment)}",
+        f"must be at most {longest} characters (MLflow's limit, less the longest "
+        f"experiment suffix {LONGEST_SUFFIX!r}); it has {len(experiment)}",
         experiment[:40] + "..." if len(experiment) > 40 else experiment,
     )
     if uri is not None:
@@ -191,12 +188,12 @@ def validate(raw: DictConfig | dict) -> Config:
     """
     try:
         schema = OmegaConf.structured(Config)
-        if OmegaConf.select(OmegaConf.create(raw), "grid.cells") is not None:
-            # The configured cells replace the defaults; a merge would keep every
-            # default cell that conf/ no longer lists, and publish it as current.
-            schema.grid.cells = {}
-        if OmegaConf.select(OmegaConf.create(raw), "debate.cells") is not None:
-            schema.debate.cells = {}
+        for name in EXPERIMENTS:  # its settings that a configured value replaces
+            for key in getattr(experiment_part(name, "config"), "REPLACED", ()):
+                if OmegaConf.select(OmegaConf.create(raw), f"{name}.{key}") is not None:
+                    # The configured entries replace the defaults; a merge would keep
+                    # every default cell that conf/ no longer lists, and publish it.
+                    setattr(schema[name], key, {})
         merged = OmegaConf.merge(schema, raw)
     except OmegaConfBaseException as err:
         raise _merge_error(err) from None

@@ -7,6 +7,7 @@ replace or delete someone else's file, or a source, config or store file.
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields
 from pathlib import Path, PurePosixPath
 
@@ -24,7 +25,7 @@ from pipeline.core.kinds import EXPERIMENTS, experiment_part
 NAME_MAX, PATH_MAX = 255, 1024  # Linux's limit on a file name; a path far below its own
 # paths.* that are folders
 FOLDER_KEYS = (
-    "figures", "provenance", "grid", "next_lesson", "debate", "debate_figures",
+    "figures", "provenance",
     *(key for name in EXPERIMENTS for key in experiment_part(name, "config").FOLDERS),
 )  # fmt: skip
 
@@ -132,3 +133,14 @@ def _check_not_a_folder(key: str, value: str) -> None:
         "is a folder; name a file (an output file of this name cannot replace it)",
         value,
     )
+
+
+def from_report(cfg: Config, directory: str | Path) -> str:
+    """`directory` as report.md links to it: relative to report.md's folder."""
+    return Path(os.path.relpath(directory, Path(cfg.paths.report).parent)).as_posix()
+
+
+def folder_images(cfg: Config, folder: str) -> list[str]:
+    """The PNGs of a stage's figure folder, as report.md links them, by name."""
+    prefix = from_report(cfg, folder)
+    return [f"{prefix}/{png.name}" for png in sorted(Path(folder).glob("*.png"))]

@@ -286,6 +286,14 @@ def cell_params(cfg: Config, root: Path = PROJECT_ROOT, stage: str = "grid") -> 
     return rounded(listed_params(cfg, stages(root)[stage]["do"]["params"]))
 
 
+def any_cell_ran(cfg: Config, stage: str) -> bool:
+    """Whether a file of any cell the config lists for `stage` exists: none, its cell
+    stages have not run (the report shows what there is); some, each must be there."""
+    folder = getattr(cfg.paths, stage)
+    cells = getattr(cfg, stage).cells.values()
+    return any(cell_path(folder, cell.task, cell.variant).exists() for cell in cells)
+
+
 def grid_cells(cfg: Config, stage: str = "grid") -> list[tuple[Path, dict]]:
     """(file, document) of every cell the config lists (the grid's, or the debate's),
     in its order, each checked against the params it was made from. A file of a cell

@@ -38,18 +38,6 @@ RANGES: dict[str, Range] = {
     "train.lr": POSITIVE,
     "eval.high_weight": FRACTION,
     "eval.low_effect": FRACTION,
-    "grid.seeds": at_least(2),
-    "grid.solved": Range(0, 1, open_low=True),
-    "grid.faithfulness_seeds": at_least(1),
-    "grid.epochs": EPOCHS,
-    "grid.lr": POSITIVE,
-    "debate.seeds": at_least(2),
-    "debate.trained_seeds": at_least(1),
-    "debate.epsilons": Range(0, 1, open_low=True, open_high=True, each="eps"),
-    "debate.permutations": at_least(1),
-    "debate.penalties": Range(0, each="lam"),
-    "debate.consistent_penalties": Range(0, each="lam"),
-    "debate.consistent_start": Range(0, 1, open_low=True),
 }
 
 # The ranges that depend on another key, in words.

@@ -10,7 +10,7 @@ from typing import Any
 from pipeline.config.schema import Config
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import read_json
-from pipeline.core.kinds import EXPERIMENTS, experiment, experiment_part
+from pipeline.core.kinds import EXPERIMENTS, experiment, experiment_part, has_part
 
 
 def check_document_shape(stage: str, path: Path, document: Any) -> None:
@@ -34,13 +34,16 @@ def check_document_shape(stage: str, path: Path, document: Any) -> None:
     )
 
 
-def experiment_results(cfg: Config) -> dict[str, Any]:
+def experiment_results(cfg: Config, part: str = "") -> dict[str, Any]:
     """Each experiment's results by name, None where its stage has not run (the report
     and track stages show what there is; a stale one is refused by verify_inputs,
     since the outputs are their deps): its DOCUMENT, of its SHAPE, or what its
-    results module reads."""
+    results module reads. With `part`, only the experiments that have that module
+    (`tracked`: those whose numbers are on the lesson's runs)."""
     results = {}
     for name in EXPERIMENTS:
+        if part and not has_part(name, part):
+            continue
         package = experiment(name)
         if not hasattr(package, "DOCUMENT"):
             results[name] = experiment_part(name, "results").read(cfg)

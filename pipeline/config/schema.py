@@ -46,7 +46,7 @@ MAX_BYTES = 8 * 2**30
 
 
 BASE_NUMBER_GROUPS = (
-    "data", "task", "model", "train", "eval", "grid", "debate",
+    "data", "task", "model", "train", "eval",
 )  # fmt: skip
 
 
@@ -98,75 +98,6 @@ class EvalConfig:
 
 
 @dataclass
-class GridCell:
-    task: str
-    variant: str  # a name of pipeline/core/kinds.py
-
-
-def grid_cells() -> dict[str, GridCell]:
-    """The grid's default cells: each task module's GRID_VARIANTS (pipeline/tasks/),
-    which conf/grid/lesson.yaml lists as well (DVC composes conf/ alone)."""
-    from pipeline.core.kinds import TASKS
-    from pipeline.tasks import task_module
-
-    return {
-        f"{task}-{variant}": GridCell(task, variant)
-        for task in TASKS
-        for variant in getattr(task_module(task), "GRID_VARIANTS", ())
-    }
-
-
-@dataclass
-class GridConfig:
-    """The next lesson's grid (pipeline/analysis/grid.py): task x model cells, each a
-    DVC stage grid@<name> (dvc.yaml's foreach over `cells`)."""
-
-    cells: dict[str, GridCell] = field(default_factory=grid_cells)
-    seeds: int = 20  # per cell; 1000 for the docs' distributions
-    solved: float = 0.95  # a seed solves the task at this held-out accuracy
-    shuffle_seed: int = 0  # the shuffled-steps control's permutations
-    faithfulness_seeds: int = 100  # each cell's first seeds through the faithfulness battery
-    # The cells' training: the lesson's baseline, set here rather than read from train.
-    # So an experiment on the lesson's training (`-S train.lr=0.3`) leaves the grid as
-    # it is; `-S grid.lr=0.3` moves the grid's.
-    epochs: int = 200
-    lr: float = 0.6
-
-
-def debate_cells() -> dict[str, GridCell]:
-    """The debate's default cells: each task module's DEBATE_VARIANTS (pipeline/tasks/),
-    which conf/debate/lesson.yaml lists as well."""
-    from pipeline.core.kinds import TASKS
-    from pipeline.tasks import task_module
-
-    return {
-        f"{task}-{variant}": GridCell(task, variant)
-        for task in TASKS
-        for variant in getattr(task_module(task), "DEBATE_VARIANTS", ())
-    }
-
-
-@dataclass
-class DebateConfig:
-    """The attention debate (pipeline/debate/, docs/debate.md): each paper's test on
-    task x model cells, each a DVC stage debate@<name>, trained as the grid's cells are
-    (grid.epochs, grid.lr)."""
-
-    cells: dict[str, GridCell] = field(default_factory=debate_cells)
-    seeds: int = 100  # runs of the tests that do not train: the adversary, permutations, seed pairs
-    trained_seeds: int = 10  # runs per setting of the tests that train: uniform, frozen, deceptive
-    epsilons: list[float] = field(default_factory=lambda: [0.01, 0.05])  # the adversary's bands
-    permutations: int = 100  # seeded random orders of each example's weights
-    permutation_seed: int = 0
-    penalties: list[float] = field(default_factory=lambda: [0.0, 0.1, 1.0, 10.0])  # deception's lam
-    # The model-consistent adversary's lam: the weight of the JSD it gains on its TVD.
-    consistent_penalties: list[float] = field(default_factory=lambda: [0.1, 1.0, 10.0])
-    # Where the model-consistent adversary starts: this far along the line from its base
-    # run to that run's init (1: from the init, as Wiegreffe & Pinter train theirs).
-    consistent_start: float = 0.05
-
-
-@dataclass
 class TrackingConfig:
     enabled: bool = True
     uri: str | None = None
@@ -188,10 +119,6 @@ class BasePaths:
     step_weights: str = "reports/step_weights.csv"
     provenance: str = "reports/provenance"
     tracked_state: str = ".mlflow-state.json"
-    grid: str = "reports/grid"  # one <task>-<variant>.json per cell of the next lesson
-    next_lesson: str = "reports/next_lesson"  # the figures of report.md's "The next lesson"
-    debate: str = "reports/debate"  # one <task>-<variant>.json per cell of the debate
-    debate_figures: str = "reports/debate_figures"  # of report.md's "The attention debate"
 
 
 def _experiment_settings() -> dict[str, Any]:
@@ -224,8 +151,6 @@ Config = make_dataclass(
             (name, config.Settings, field(default_factory=config.Settings))
             for name, config in _EXPERIMENTS.items()
         ),
-        ("grid", GridConfig, field(default_factory=GridConfig)),
-        ("debate", DebateConfig, field(default_factory=DebateConfig)),
         ("tracking", TrackingConfig, field(default_factory=TrackingConfig)),
         ("paths", PathsConfig, field(default_factory=PathsConfig)),
     ],

@@ -12,6 +12,7 @@ imported on use: `pipeline.models.kind_module`, `pipeline.tasks.task_module`,
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import pkgutil
 from pathlib import Path
 from types import ModuleType
@@ -22,9 +23,9 @@ MODEL_KINDS: dict[str, str | ModuleType] = {
 
 # The kinds whose logit is linear in their heads' pooling weights,
 # sum_h sum_t a_{h,t} r_{h,t} + b with each a_h a distribution over the steps (and a
-# sink's value-less slot): what the debate's tests read (pipeline/debate/pooling.py).
+# sink's value-less slot): what the debate's tests read (pipeline/experiments/debate/pooling.py).
 POOLING_KINDS = {"lesson", "sink", "multihead", "posenc", "window"}
-# The most heads the debate's exact adversary enumerates (pipeline/debate/adversary.py):
+# The most heads the debate's exact adversary enumerates (pipeline/experiments/debate/adversary.py):
 # multihead4's, the largest variant (933k candidates per example over 12 steps).
 DEBATE_MAX_HEADS = 4
 
@@ -71,6 +72,8 @@ def register_task(kind: str, module: str | ModuleType) -> None:
 EXPERIMENTS: dict[str, str] = {
     "study": "pipeline.experiments.study",
     "faithfulness": "pipeline.experiments.faithfulness",
+    "grid": "pipeline.experiments.grid",
+    "debate": "pipeline.experiments.debate",
     "erasure": "pipeline.experiments.erasure",
     "abstraction": "pipeline.experiments.abstraction",
     "roar": "pipeline.experiments.roar",
@@ -85,6 +88,11 @@ def experiment(name: str) -> ModuleType:
 def experiment_part(name: str, part: str) -> ModuleType:
     """An experiment's module `part` (`config`, `memory`, `report`, ...), imported on use."""
     return importlib.import_module(f"{EXPERIMENTS[name]}.{part}")
+
+
+def has_part(name: str, part: str) -> bool:
+    """Whether the experiment `name` has the module `part` (an optional one, `tracked`)."""
+    return importlib.util.find_spec(f"{EXPERIMENTS[name]}.{part}") is not None
 
 
 def register_experiment(name: str, package: str) -> None:

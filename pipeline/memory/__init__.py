@@ -4,12 +4,12 @@ anything runs.
 Every stage is a process of its own (DVC runs them one after another), so the
 check is the largest stage's estimate: the interpreter with its libraries, plus
 the dominant allocations of that stage, each a product of config sizes. The grid's
-cells are stages too (grid@<cell>): the study's machinery on grid.seeds seeds (and
-the shuffled control of an order task beside them), then the faithfulness battery
-on the first grid.faithfulness_seeds. A stage's estimate is what it keeps
-throughout plus its largest phase (training, or the battery), kept at or above
-the measured peak and within twice it (benchmarks/bench_memory.py,
-tests/memory/test_memory.py).
+cells are stages too (grid@<cell>, pipeline/experiments/grid/memory.py): the study's
+machinery on grid.seeds seeds (and the shuffled control of an order task beside
+them), then the faithfulness battery on the first grid.faithfulness_seeds. A stage's
+estimate is what it keeps throughout plus its largest phase (training, or the
+battery), kept at or above the measured peak and within twice it
+(benchmarks/bench_memory.py, tests/memory/test_memory.py).
 
 The kind's own factors (its heads, a layer before the pooling, its parameter
 count) come from its module (pipeline/models/interface.py), so the check sits above
@@ -20,12 +20,11 @@ sequences) is torch-free and checked with the config (pipeline/config/bounds.py)
 
 The package, one idea a module: `sizes` (the measured constants and the runs a pass
 holds), `study` (the study's machinery), `battery` (the faithfulness battery, the
-sanity checks, robustness), `cells` (the grid's and the debate's cells), `stages`
+sanity checks, robustness), `stages`
 (each stage's estimate and `check_memory`), `device` (the memory of the device that
 trains, and the chunks sized for it).
 """
 
-from pipeline.memory.cells import debate_cell_terms, grid_cell_terms
 from pipeline.memory.sizes import (
     BATTERY_RUNS,
     DEBATE_RUNS,
@@ -40,9 +39,7 @@ __all__ = [
     "adversary_pass",
     "candidate_count",
     "check_memory",
-    "debate_cell_terms",
     "estimated_bytes",
-    "grid_cell_terms",
     "stage_estimates",
     "stage_terms",
 ]

@@ -39,7 +39,7 @@ MAPPED_BATTERY = 0.6
 # chunks were slower per run on 1-2 CPU threads (memory traffic), smaller ones add
 # per-call overhead.
 BATTERY_RUNS = 16
-# Runs per pass of the debate's adversary and permutations (pipeline/debate/cell.py's
+# Runs per pass of the debate's adversary and permutations (pipeline/experiments/debate/cell.py's
 # RUN_CHUNK is this one): their (runs, N, candidates or orders, T) tensors stay near
 # 60 MB in float64 at the lesson's sizes. Measured on one thread: the lesson's cell
 # peaked at 457 MiB, window3's at 575.
@@ -47,7 +47,7 @@ DEBATE_RUNS = 25
 
 
 def candidate_count(slots: int, heads: int) -> int:
-    """The exact adversary's candidates per example (pipeline/debate/adversary.py): the
+    """The exact adversary's candidates per example (pipeline/experiments/debate/adversary.py): the
     slots^heads vertex combinations, and for each head, each of its slots(slots - 1)
     / 2 edges, each combination of the other heads' vertices and both faces of the
     band, a crossing."""

@@ -9,7 +9,6 @@ from pipeline.core.device import resolve_device
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import byte_size
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
-from pipeline.memory.cells import debate_cell_terms, grid_cell_terms
 from pipeline.memory.device import DEVICE_PHASES, free_bytes, on_gpu
 from pipeline.memory.sizes import (
     LIGHT_STAGES,
@@ -34,10 +33,6 @@ def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
     }
     for name in EXPERIMENTS:  # each experiment's stages (its memory module)
         stages.update(experiment_part(name, "memory").stage_terms(cfg))
-    for name, cell in cfg.grid.cells.items():
-        stages[f"grid@{name}"] = grid_cell_terms(cfg, cell.task, cell.variant)
-    for name, cell in cfg.debate.cells.items():
-        stages[f"debate@{name}"] = debate_cell_terms(cfg, cell.task, cell.variant)
     return stages
 
 
@@ -104,12 +99,9 @@ def _reference_terms(cfg: Config, stage: str) -> list[MemoryTerm]:
     """The same stage's terms on the defaults of the same model kind (a grid cell: the
     same task and variant at the grid's default sizes)."""
     defaults = Config(model=ModelConfig(kind=cfg.model.kind))
-    if stage.startswith("grid@"):
-        cell = cfg.grid.cells[stage.removeprefix("grid@")]
-        return grid_cell_terms(defaults, cell.task, cell.variant)
-    if stage.startswith("debate@"):
-        cell = cfg.debate.cells[stage.removeprefix("debate@")]
-        return debate_cell_terms(defaults, cell.task, cell.variant)
+    for name in EXPERIMENTS:  # its configured cells (REPLACED), at the default sizes
+        for key in getattr(experiment_part(name, "config"), "REPLACED", ()):
+            setattr(getattr(defaults, name), key, getattr(getattr(cfg, name), key))
     return stage_terms(defaults)[stage]
 
 

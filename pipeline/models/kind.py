@@ -30,7 +30,7 @@ replaces the default below:
 - the memory estimate's factors (`pooling_heads`, `layer_values`);
 - `sink_slot(cfg)`: whether each head's softmax has one value-less slot beside the
   steps (a sink): its weight is what the steps do not take, 1 - sum_t a_t, and it
-  adds nothing to the logit. The debate's tests (pipeline/debate/) count it as one
+  adds nothing to the logit. The debate's tests (pipeline/experiments/debate/) count it as one
   more place for the mass, with readout 0. By default none;
 - `randomisation_groups(cfg)`: its parameters in groups from the output side
   inwards, the sanity checks' cascade (by default the lesson's readout, values,

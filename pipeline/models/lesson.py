@@ -215,7 +215,7 @@ def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
 
 
 def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
-    """A fast step on any loss on the pooling (pipeline/debate/training.py): the
+    """A fast step on any loss on the pooling (pipeline/experiments/debate/training.py): the
     pooling's hand-derived chain (pipeline/models/pooling_gradients.py, no offsets),
     the loss's own part by autograd on the pooling's numbers alone."""
     head_loss = one_head(loss_head(loss, one_head_weights(fixed)))

@@ -13,7 +13,7 @@ o = sum_h c_h + b and g = dL/do = (p(o) - y) / N (the lesson's clamp in p):
     dz_t = g a_t,  ds_t = g a_t (z_t - c_h),
     du_h = sum_t ds_t x_t,  dv_h = sum_t dz_t x_t,  dx_t = sum_h ds_t u_h + dz_t v_h.
 
-(`bce_heads`). For another loss on the pooling (the debate's, pipeline/debate/),
+(`bce_heads`). For another loss on the pooling (the debate's, pipeline/experiments/debate/),
 `loss_head` gives dz_t and ds_t by autograd on the (N, T, runs) pooling numbers
 alone; the chain above is the same: the lesson's and posenc's `loss_step`.
 

@@ -99,7 +99,7 @@ def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
 
 
 def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
-    """The same on any loss on the pooling (pipeline/debate/training.py)."""
+    """The same on any loss on the pooling (pipeline/experiments/debate/training.py)."""
     return pooling_step(inputs, one_head(loss_head(loss, one_head_weights(fixed))))
 
 

@@ -183,7 +183,7 @@ def fused_training(inputs: torch.Tensor, labels: torch.Tensor):
 
 
 def loss_step(inputs: torch.Tensor, loss, fixed: torch.Tensor | None = None):
-    """The fused kernel's step on any loss on the pooling (pipeline/debate/training.py,
+    """The fused kernel's step on any loss on the pooling (pipeline/experiments/debate/training.py,
     whose reference is autograd through `attend`): the loss's gradients w.r.t. the logits,
     readouts and pooling scores by autograd on each tile's pooling alone, the layer's
     chain in the compiled loops. `fixed` weights stand in for the pooling's. None off

@@ -23,10 +23,6 @@ class ReportInputs:
     steps: pd.DataFrame  # the step table
     golden: bool  # the lesson's configuration: the lesson's value beside each number
     images: dict[str, Images] = field(default_factory=dict)  # by section: accuracy, weights, ...
-    grid_cells: list[dict] = field(default_factory=list)  # the next lesson's cells
-    grid_images: list[str] = field(default_factory=list)  # next_lesson's figures' links
-    debate_cells: list[dict] = field(default_factory=list)
-    debate_images: list[str] = field(default_factory=list)  # debate_figures' figures' links
     # each experiment's results by name as its sections read them (its section module's
     # `report_results`), None where its stage has not run
     experiments: dict[str, Any] = field(default_factory=dict)

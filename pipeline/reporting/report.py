@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 from pipeline.analysis.golden import LESSON
 from pipeline.core.kinds import experiment_part
-from pipeline.reporting.debate import debate_section
 from pipeline.reporting.inputs import ReportInputs, image_lines
 from pipeline.reporting.lesson_tables import (
     across_seeds_markdown,
@@ -22,9 +21,7 @@ from pipeline.reporting.lesson_tables import (
     runs_markdown,
     variant_table,
 )
-from pipeline.reporting.next_lesson import next_lesson_section
 from pipeline.reporting.reading import reading
-from pipeline.reporting.suppressors import suppressor_section
 
 TITLE = "Do attention weights explain the model?"
 
@@ -111,25 +108,14 @@ def model_variant(inputs: ReportInputs) -> list[str]:
     ]
 
 
-def next_lesson(inputs: ReportInputs) -> list[str]:
-    if not inputs.grid_cells:
-        return []
-    return [next_lesson_section(inputs.grid_cells, inputs.grid_images).strip()]
-
-
-def attention_debate(inputs: ReportInputs) -> list[str]:
-    if not inputs.debate_cells:
-        return []
-    return [debate_section(inputs.debate_cells, inputs.debate_images).strip()]
-
-
 Section = Callable[[ReportInputs], list[str]]
 
 
 def experiments(first: float, last: float) -> Section:
     """The section of the experiments' sections placed in [first, last), where their
-    stages ran, in their places' order. A section module that draws figures (`plots`)
-    has its sections called with its figures' links too."""
+    stages ran, in their places' order (a section with nothing to show, "", is left
+    out). A section module that draws figures (`plots`) has its sections called with
+    its figures' links too."""
 
     def placed_sections(inputs: ReportInputs) -> list[str]:
         placed = []
@@ -141,18 +127,13 @@ def experiments(first: float, last: float) -> Section:
             for place, section in module.SECTIONS:
                 if first <= place < last:
                     placed.append((place, section, results, images))
-        return [
+        texts = [
             section(results) if images is None else section(results, images)
             for _, section, results, images in sorted(placed, key=lambda p: p[0])
         ]
+        return [text for text in texts if text]
 
     return placed_sections
-
-
-def suppressors(inputs: ReportInputs) -> list[str]:
-    """Suppressor variables: the grid's cells on a task with a suppressor channel."""
-    section = suppressor_section(inputs.grid_cells)
-    return [section] if section else []
 
 
 SECTIONS: list[Section] = [
@@ -163,11 +144,7 @@ SECTIONS: list[Section] = [
     attention_weights,
     ablation,
     model_variant,
-    experiments(0, 10),  # the seed study (1), the explainer battery (2)
-    next_lesson,
-    attention_debate,
-    experiments(10, float("inf")),
-    suppressors,
+    experiments(0, float("inf")),  # each experiment's sections by place
 ]
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ import pandas as pd
 
 from pipeline.analysis.golden import is_lesson_config
 from pipeline.config import Config, load_params, provenance
+from pipeline.config.outputs import from_report
 from pipeline.config.results import experiment_results
 from pipeline.core.files import (
     read_csv,
@@ -69,10 +69,8 @@ def run(
     steps: pd.DataFrame,
     curves: pd.DataFrame,
     experiments: dict[str, Any] | None = None,
-    cells: bool = False,
 ) -> tuple[str, dict[str, bytes], pd.DataFrame, str]:
-    """report.md, the PNGs by name, the step-weight plot data and report.html; with
-    `cells`, the sections of the grid's and the debate's cells from their files.
+    """report.md, the PNGs by name, the step-weight plot data and report.html.
     `experiments`: each experiment's results as its sections read them
     (`report_results`)."""
     drawn = plots(cfg, document, steps, curves, experiments)
@@ -87,37 +85,12 @@ def run(
         is_lesson_config(cfg),
         images,
         experiments=experiments or {},
-        **(cell_inputs(cfg) if cells else {}),
     )
     markdown = markdown_report(inputs)
     pngs = {figure.name: figure.png for figure in drawn}
     linked = {f"{prefix}/{name}": png for name, png in pngs.items()}
     page = html_report(markdown, Path(cfg.paths.report).parent, TITLE, linked)
     return markdown, pngs, step_weights(steps), page
-
-
-def from_report(cfg: Config, directory: str | Path) -> str:
-    """`directory` as report.md links to it: relative to report.md's folder."""
-    return Path(os.path.relpath(directory, Path(cfg.paths.report).parent)).as_posix()
-
-
-def folder_images(cfg: Config, folder: str) -> list[str]:
-    """The PNGs of a stage's figure folder, as report.md links them, by name."""
-    prefix = from_report(cfg, folder)
-    return [f"{prefix}/{png.name}" for png in sorted(Path(folder).glob("*.png"))]
-
-
-def cell_inputs(cfg: Config) -> dict:
-    """The grid's and the debate's cells, with their stages' figures: the sections
-    "The next lesson" and "The attention debate" (none without cells)."""
-    grid = [document for _, document in provenance.grid_cells(cfg)]
-    debate = [document for _, document in provenance.grid_cells(cfg, stage="debate")]
-    return {
-        "grid_cells": grid,
-        "grid_images": folder_images(cfg, cfg.paths.next_lesson) if grid else [],
-        "debate_cells": debate,
-        "debate_images": folder_images(cfg, cfg.paths.debate_figures) if debate else [],
-    }
 
 
 def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
@@ -139,9 +112,7 @@ def main() -> None:
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)
     results = experiment_results(cfg)
-    markdown, pngs, weights, page = run(
-        cfg, document, steps, curves, report_results(cfg, results), cells=True
-    )
+    markdown, pngs, weights, page = run(cfg, document, steps, curves, report_results(cfg, results))
     with provenance.publishing(cfg, "report"):
         write_figures(cfg.paths.figures, pngs)
         write_csv(cfg.paths.step_weights, weights)

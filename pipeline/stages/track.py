@@ -27,7 +27,7 @@ from pipeline.config import (
 )
 from pipeline.config.results import experiment_results
 from pipeline.core.files import read_csv, read_json, read_parquet, require, write_json
-from pipeline.core.kinds import EXPERIMENTS, experiment_part
+from pipeline.core.kinds import EXPERIMENTS, experiment_part, has_part
 from pipeline.reporting import summary
 from pipeline.stages import entry
 from pipeline.tracking.store import PRIVATE_FILE, PRIVATE_FOLDER
@@ -56,6 +56,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         *(
             getattr(cfg.paths, key)
             for name in EXPERIMENTS
+            if has_part(name, "tracked")
             for key in getattr(experiment_part(name, "tracked"), "ARTIFACTS", ())
         ),
     ]
@@ -69,7 +70,7 @@ def read_state(cfg: Config, root: Path) -> tracking.PipelineState:
         parameters=read_parquet(cfg.paths.parameters),  # each seed's model (registered.py)
         report_html=require(Path(cfg.paths.report_html)).read_text(),
         params_yaml=params_snapshot(cfg),
-        experiments=experiment_results(cfg),
+        experiments=experiment_results(cfg, "tracked"),
     )
 
 
@@ -86,7 +87,7 @@ def log_once(cfg: Config, metrics: dict) -> str:
     provenance.verify_inputs(cfg, "track")
     root, uri = Path.cwd(), tracking.store_uri(cfg.tracking)
     hashes = tracking.lock_hashes(root / "dvc.lock", cfg)
-    battery = tracking.battery_documents(experiment_results(cfg))
+    battery = tracking.battery_documents(experiment_results(cfg, "tracked"))
     digest = tracking.state_digest(cfg, metrics, hashes, None, battery)
     run_id = tracking.logged_run(uri, cfg.tracking.experiment, digest)
     logged = False

@@ -10,7 +10,7 @@ offers, without torch:
   the faithfulness battery's rationale metrics are scored against; where it is
   every step they are constant and the grid leaves them out);
 - `HAND_SET` (model variant -> the name of a hand-set model in
-  pipeline/analysis/capacity.py) and `CANNOT` (variant -> why the kind cannot
+  pipeline/experiments/grid/capacity.py) and `CANNOT` (variant -> why the kind cannot
   express the rule): one of the two for every variant the grid runs on it;
 - `GRID_VARIANTS`: the model variants of its next-lesson cells (the grid's default
   cells; conf/grid/lesson.yaml lists the same, since DVC composes conf/ alone);
@@ -27,8 +27,9 @@ offers, without torch:
   section (the default: "order");
 - a docstring with the rule, its rationale and which faithfulness metrics apply.
 
-A new task is one module here and one YAML in conf/task/ (its cells in
-conf/grid/lesson.yaml, and conf/debate/lesson.yaml where it has debate cells, as well).
+A new task is one module here and one YAML in conf/task/; `python -m pipeline.params
+--defaults` writes its cells into conf/grid/lesson.yaml, and conf/debate/lesson.yaml
+where it has debate cells.
 """
 
 from __future__ import annotations

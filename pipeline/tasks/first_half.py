@@ -21,7 +21,7 @@ GRID_VARIANTS = ("lesson", "posenc_learned", "posenc_sinusoidal", "window3", "wi
 # The debate's cell: learned positions, the one pooling-only kind that can express
 # the rule (most of its seeds do not learn it at the lesson's budget; report.md says so).
 DEBATE_VARIANTS = ("posenc_learned",)
-# What each model variant can express here (pipeline/analysis/capacity.py).
+# What each model variant can express here (pipeline/experiments/grid/capacity.py).
 HAND_SET = {"posenc_learned": "learned_halves", "window12": "window_count"}
 CANNOT = {
     **{variant: SET_ORDER for variant in ("lesson", "sink", "multihead2", "multihead4")},

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pipeline.tasks import COSINE, ONE_HEAD
 
-# What each model variant can express here (pipeline/analysis/capacity.py builds
+# What each model variant can express here (pipeline/experiments/grid/capacity.py builds
 # the named hand-set models; docs/next_lesson.md has the derivations).
 HAND_SET = {variant: "marker_reading" for variant in (*ONE_HEAD, "multihead2", "multihead4")}
 CANNOT = {"posenc_sinusoidal": COSINE}

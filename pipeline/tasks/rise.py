@@ -14,7 +14,7 @@ from __future__ import annotations
 GRID_VARIANTS = ("lesson", "posenc_learned", "posenc_sinusoidal", "window3", "window2")
 # The debate's cell: window 2, which can read step m - 1 beside m.
 DEBATE_VARIANTS = ("window2",)
-# What each model variant can express here (pipeline/analysis/capacity.py).
+# What each model variant can express here (pipeline/experiments/grid/capacity.py).
 HAND_SET = {"window2": "window_previous"}
 CANNOT = {
     **{

@@ -13,9 +13,9 @@ from r'_m (tests/tasks/test_suppressor.py shows both on the generated data).
 
 Rationale: the marked step alone; the suppressor, step 0 (`suppressors`), is not in
 it. Every metric applies; the grid's cell also reports how much of each
-explainer's attribution lands on the suppressor (pipeline/analysis/suppressors.py).
+explainer's attribution lands on the suppressor (pipeline/experiments/grid/suppressors.py).
 Only a model that can tell step 0 from the other unmarked steps can subtract it
-exactly: learned positions (pipeline/analysis/capacity.py's `calibrated_marker`).
+exactly: learned positions (pipeline/experiments/grid/capacity.py's `calibrated_marker`).
 """
 
 from __future__ import annotations

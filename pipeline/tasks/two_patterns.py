@@ -19,7 +19,7 @@ from pipeline.tasks import COSINE, ONE_HEAD
 EXPERIMENT = "heads"  # the next lesson's section: a second head
 # The next lesson's cells on this task (conf/grid/lesson.yaml lists them too).
 GRID_VARIANTS = ("lesson", "sink", "multihead2", "multihead4")
-# What each model variant can express here (pipeline/analysis/capacity.py).
+# What each model variant can express here (pipeline/experiments/grid/capacity.py).
 HAND_SET = {
     **{variant: "softmax_normalisation" for variant in ONE_HEAD},
     "multihead2": "two_heads",

@@ -13,7 +13,7 @@ Only the modules of this package import mlflow, and only inside functions:
   run-<seed> (the track stage passes it to `log_state`)
 - pyfunc: the model itself, an MLflow pyfunc logged from code
 - search: reading the logged states back
-- cell_runs: logging the grid's and the debate's cells
+- cell_runs: logging an experiment's cells (the grid's, the debate's), one parent run each
 - auth: the login of the MLflow servers we start (MLflow's basic-auth app)
 - serving: free ports and waiting for a server
 

@@ -1,13 +1,12 @@
-"""Logging the cells of the next lesson's grid and of the attention debate: one
-parent run per task x model cell.
+"""Logging the cells of an experiment of task x model cells (the next lesson's grid:
+pipeline/experiments/grid/cell_runs.py; the attention debate): one parent run per cell.
 
-In an experiment of its own, `<tracking.experiment>-next-lesson` for the grid and
-`<tracking.experiment>-debate` for the debate, so the lesson's versions (history,
-compare, the gap view) stay the lesson's. Tagged `task` and `model` (the cell's
-variant), so the MLflow UI groups and filters by them; its numbers under grid/
-(held-out accuracy, the solved share, the majority baseline, the hand-set accuracy,
-the shuffled control, per-head numbers) or debate/ (each experiment's summaries),
-and the cell's JSON. A cell already in the store is not logged again.
+In an MLflow experiment of its own, `<tracking.experiment><suffix>` (`-next-lesson`
+for the grid, `-debate` for the debate), so the lesson's versions (history, compare,
+the gap view) stay the lesson's. Tagged `task` and `model` (the cell's variant), so
+the MLflow UI groups and filters by them; its numbers (`CellRuns.metrics`: the
+grid's under grid/, the debate's under debate/, each experiment's summaries), and
+the cell's JSON. A cell already in the store is not logged again.
 """
 
 from __future__ import annotations
@@ -18,78 +17,9 @@ from typing import NamedTuple
 
 from pipeline.config import Config
 from pipeline.config.cells import cell_label
-from pipeline.config.checks import DEBATE_SUFFIX, GRID_SUFFIX
-from pipeline.reporting.summary import interval
 from pipeline.tracking.client import NewRun, log_once, source_tags
-from pipeline.tracking.state import nested_metrics, number_params, sanity_metrics, state_digest
+from pipeline.tracking.state import number_params, state_digest
 from pipeline.tracking.store import locked, store_uri
-
-SUFFIX = GRID_SUFFIX  # the config checks the name with it (pipeline/config/checks.py)
-PER_SEED = ("per_seed_heldout_accuracy", "per_seed_marker_mass", "per_seed_entropy")
-
-
-def cell_metrics(document: dict) -> dict[str, float]:
-    """The cell's numbers as grid/... metrics: summaries only, not every seed's."""
-    numbers = {k: v for k, v in document.items() if isinstance(v, (int, float, dict))}
-    if "heads" in numbers:
-        numbers["heads"] = {k: v for k, v in numbers["heads"].items() if k not in PER_SEED}
-    numbers.pop("model", None)
-    numbers.pop("params", None)  # the settings it was made from, logged as params
-    sanity = {}
-    if "sanity" in numbers.get("faithfulness", {}):
-        numbers["faithfulness"] = dict(numbers["faithfulness"])
-        sanity = sanity_metrics(numbers["faithfulness"].pop("sanity"), "grid/sanity/")
-    values = {k: v for k, v in nested_metrics(numbers, "grid/").items() if v == v}
-    return {**values, **sanity}
-
-
-def debate_metrics(document: dict) -> dict[str, float]:
-    """A debate cell's summaries as debate/... metrics, each eps and lam by its value;
-    not every seed's numbers nor the binned tables."""
-    adversary_keys = ("median_max_jsd", "share_far", "adversary_rationale_weight")
-    numbers = {
-        "learned_rationale_weight": document["learned_rationale_weight"],
-        "adversary": {
-            f"eps_{row['eps']:g}": {key: row[key] for key in adversary_keys}
-            for row in document["adversary"]
-        },
-        "permutation": {
-            key: document["permutation"][key] for key in ("median_output_change", "share_peaked")
-        },
-        "seed_variance": {
-            key: value
-            for key, value in document["seed_variance"].items()
-            if not key.startswith("per_pair_")  # every pair's: the figure's, not MLflow's
-        },
-        "consistent_adversary": {
-            f"lam_{row['penalty']:g}": {key: row[key] for key in ("tvd", "jsd", "heldout_accuracy")}
-            for row in document["consistent_adversary"]
-        },
-        "fixed_attention": document["fixed_attention"],
-        "deception": {
-            f"lam_{row['penalty']:g}": {
-                "heldout_accuracy": row["heldout_accuracy"],
-                "rationale_weight": row["rationale_weight"],
-                "hit_at_1": row["hit_at_1"],
-                "diverged": len(row["diverged_seeds"]),
-            }
-            for row in document["deception"]
-        },
-    }
-    return nested_metrics(numbers, "debate/")
-
-
-def grid_note(name: str, document: dict) -> str:
-    accuracy = interval(document["heldout_accuracy"])
-    return f"{name}: held-out {accuracy} over {document['seeds']} seeds"
-
-
-def debate_note(name: str, document: dict) -> str:
-    first = document["adversary"][0]
-    return (
-        f"{name}: the exact adversary at eps {first['eps']:g} reaches a median JSD of "
-        f"{first['median_max_jsd']['median']:.4f} over {document['seeds']} seeds"
-    )
 
 
 class CellRuns(NamedTuple):
@@ -101,21 +31,13 @@ class CellRuns(NamedTuple):
     source: str  # the command that logs it
 
 
-CELLS = {
-    "grid": CellRuns(GRID_SUFFIX, cell_metrics, grid_note, "python -m pipeline.stages.next_lesson"),
-    "debate": CellRuns(
-        DEBATE_SUFFIX, debate_metrics, debate_note, "python -m pipeline.stages.debate_figures"
-    ),
-}
-
-
 def log_cells(
-    cfg: Config, cells: list[tuple[Config, dict, Path]], stage: str = "grid"
+    cfg: Config, cells: list[tuple[Config, dict, Path]], kind: CellRuns, stage: str
 ) -> list[tuple[str, bool]]:
-    """Each (cell config, cell document, its file) of the grid or the debate (`stage`)
-    as a parent run, under one lock: [(run id, newly logged)]."""
+    """Each (cell config, cell document, its file) of an experiment's cells (`stage`:
+    its cell stages' name, the artifacts' folder) as a parent run logged as `kind`
+    says, under one lock: [(run id, newly logged)]."""
     uri = store_uri(cfg.tracking)
-    kind = CELLS[stage]
     return locked(uri, lambda: [_log_cell(uri, cfg, kind, stage, *cell) for cell in cells])
 
 

@@ -242,7 +242,7 @@ def test_each_head_and_the_largest_head_are_rows_of_their_own():
 
 
 def test_the_hand_set_marker_model_s_explanations_are_derived_by_hand(lesson, default_cfg):
-    """The capacity table's marker-reading construction (pipeline/analysis/capacity.py):
+    """The capacity table's marker-reading construction (pipeline/experiments/grid/capacity.py):
     the score of step t is FOCUS [t = m] and its value the reading r_t, so with
     E = exp(FOCUS) and T steps, by hand:
 
@@ -253,7 +253,7 @@ def test_the_hand_set_marker_model_s_explanations_are_derived_by_hand(lesson, de
       the pooled reading, times P'(logit) = P (1 - P), the L2 norm over the two.
 
     And every rationale metric of attention is perfect: the marked step is on top."""
-    from pipeline.analysis import capacity
+    from pipeline.experiments.grid import capacity
 
     steps, threshold = default_cfg.data.steps, default_cfg.data.threshold
     params = capacity.marker_reading(default_cfg.model, steps, threshold)

@@ -12,10 +12,10 @@ from scipy.stats import rankdata, spearmanr
 
 from pipeline.analysis import explainers, sanity
 from pipeline.config import compose, validate
-from pipeline.config.cells import cell_config
 from pipeline.core.kinds import VARIANTS
 from pipeline.experiments.faithfulness.sanity_reading import sanity_reading
 from pipeline.experiments.faithfulness.section import sanity_table
+from pipeline.experiments.grid.cell import cell_config
 from pipeline.models import interface
 from pipeline.stages import generate
 

@@ -572,7 +572,7 @@ def test_a_name_or_uri_mlflow_would_refuse_is_refused_before_any_training():
     from pipeline.config import checks
 
     assert checks.MAX_EXPERIMENT_NAME == MAX_EXPERIMENT_NAME_LENGTH  # the locked MLflow's
-    longest = MAX_EXPERIMENT_NAME_LENGTH - len(checks.GRID_SUFFIX)
+    longest = MAX_EXPERIMENT_NAME_LENGTH - len(checks.LONGEST_SUFFIX)
     assert validate(compose([f"tracking.experiment={'x' * longest}"]))
     with pytest.raises(ConfigError, match=f"must be at most {longest} characters"):
         validate(compose([f"tracking.experiment={'x' * (longest + 1)}"]))

@@ -98,7 +98,8 @@ def test_the_lesson_stages_give_the_committed_bytes_under_every_kernel_path(less
 SMALL_PROBE = """
 import hashlib, json, sys
 from pipeline import data
-from pipeline.analysis import grid, seed_study
+from pipeline.analysis import seed_study
+from pipeline.experiments.grid import cell as grid
 from pipeline.config import compose, validate
 from pipeline.core.files import parquet_bytes
 from pipeline.core.precision import rounded

@@ -9,10 +9,10 @@ import pytest
 import torch
 from torch.testing import assert_close
 
-from pipeline.analysis import capacity
 from pipeline.config import ModelConfig, validate
 from pipeline.core.errors import ConfigError
 from pipeline.experiments.abstraction import interchange
+from pipeline.experiments.grid import capacity
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 

@@ -1,4 +1,4 @@
-"""The exact adversary (pipeline.debate.adversary.py): hand-worked cases, and no
+"""The exact adversary (pipeline.experiments.debate.adversary.py): hand-worked cases, and no
 generic optimiser finds a feasible distribution further from the learned one."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from pipeline.debate.adversary import exact_adversary, jsd, logit_band
+from pipeline.experiments.debate.adversary import exact_adversary, jsd, logit_band
 from pipeline.models.pooling import probability
 
 
@@ -278,7 +278,7 @@ def test_no_optimiser_beats_several_heads(heads, cases, largest):
     ids=["lesson", "posenc", "window", "multihead"],
 )
 def test_every_kind_s_adversary_keeps_its_output(heldout, kind):
-    from pipeline.debate.adversary import runs_adversary
+    from pipeline.experiments.debate.adversary import runs_adversary
     from pipeline.models import interface
 
     cfg, frame, inputs = heldout
@@ -298,7 +298,7 @@ def test_every_kind_s_adversary_keeps_its_output(heldout, kind):
 def test_examples_a_pass_change_no_number(heldout):
     """Past one run of every example (four heads), the adversary goes a few examples a
     pass: each example is solved on its own, so the blocks give the same bytes."""
-    from pipeline.debate.adversary import runs_adversary
+    from pipeline.experiments.debate.adversary import runs_adversary
 
     cfg, frame, inputs = heldout
     params = trained_runs(cfg, frame, "model=multihead")
@@ -314,7 +314,7 @@ def test_the_sink_s_adversary_moves_mass_through_its_value_less_slot(heldout):
     and no optimiser over that larger simplex does better on a run's examples."""
     from scipy.optimize import minimize
 
-    from pipeline.debate.adversary import runs_adversary
+    from pipeline.experiments.debate.adversary import runs_adversary
     from pipeline.models import interface
 
     cfg, frame, inputs = heldout
@@ -356,7 +356,7 @@ def test_the_sink_s_adversary_moves_mass_through_its_value_less_slot(heldout):
 
 def test_more_heads_than_the_enumeration_covers_are_refused_by_name(heldout):
     from pipeline.core.errors import ConfigError
-    from pipeline.debate.adversary import MAX_HEADS, runs_adversary
+    from pipeline.experiments.debate.adversary import MAX_HEADS, runs_adversary
 
     cfg, frame, inputs = heldout
     params = trained_runs(cfg, frame, "model=multihead", f"model.heads={MAX_HEADS + 1}")

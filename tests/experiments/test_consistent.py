@@ -1,4 +1,4 @@
-"""The model-consistent adversary (pipeline/debate/consistent.py): its loss on
+"""The model-consistent adversary (pipeline/experiments/debate/consistent.py): its loss on
 hand-worked numbers, the base run is where it stays without a reward for moving, and
 a larger reward moves the attention further."""
 
@@ -9,7 +9,11 @@ import math
 import pytest
 import torch
 
-from pipeline.debate.consistent import adversary_start, consistency_loss, train_consistent
+from pipeline.experiments.debate.consistent import (
+    adversary_start,
+    consistency_loss,
+    train_consistent,
+)
 
 
 def test_the_loss_is_the_mean_tvd_less_lam_times_the_mean_jsd():
@@ -48,7 +52,7 @@ def test_without_a_reward_for_moving_the_base_run_stays_where_it_is(lesson):
 
 
 def test_a_larger_reward_moves_the_attention_further(lesson):
-    from pipeline.debate.adversary import jsd
+    from pipeline.experiments.debate.adversary import jsd
     from pipeline.models import interface
 
     cfg, inputs, labels, base, init = lesson

@@ -1,4 +1,4 @@
-"""One cell of the attention debate (pipeline/debate/cell.py): every test on a small
+"""One cell of the attention debate (pipeline/experiments/debate/cell.py): every test on a small
 config, against numbers that can be worked out apart; a toy kind registered here
 goes through every experiment; and the stage's bad input."""
 
@@ -12,7 +12,7 @@ import torch
 from pipeline.config import compose, validate
 from pipeline.core import kinds, ranking
 from pipeline.core.errors import ConfigError, DivergenceError
-from pipeline.debate import cell as debate_cell
+from pipeline.experiments.debate import cell as debate_cell
 from tests.conftest import small_overrides
 from tests.models.test_models import toy_kind
 
@@ -128,7 +128,7 @@ def test_bad_debate_settings_are_refused_in_one_line(override, message):
 
 def test_the_stage_writes_its_cell_and_refuses_an_unknown_variant(tmp_path, monkeypatch, capsys):
     from pipeline.config.load import composed_yaml
-    from pipeline.stages import debate as stage
+    from pipeline.experiments.debate import stage
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
@@ -141,7 +141,7 @@ def test_the_stage_writes_its_cell_and_refuses_an_unknown_variant(tmp_path, monk
 
 
 def test_diverged_runs_are_named_by_their_seeds_not_their_positions():
-    from pipeline.debate.cell import diverged
+    from pipeline.experiments.debate.cell import diverged
 
     finite = torch.tensor([True, False, True, False])
     assert diverged([5, 9, 12, 40], finite, "deceptive attention", 10.0) == [9, 40]

@@ -1,4 +1,4 @@
-"""Stage debate_figures (pipeline/stages/debate_figures.py): the debate's figures
+"""Stage debate_figures (pipeline/experiments/debate/debate_figures.py): the debate's figures
 from its cells, and one MLflow parent run per cell, logged once, in an experiment of
 its own with the numbers under debate/."""
 
@@ -11,8 +11,8 @@ import pytest
 
 from pipeline.config import PROJECT_ROOT, compose, validate
 from pipeline.config.load import composed_yaml
-from pipeline.reporting.debate_figures import debate_figures
-from pipeline.stages import debate_figures as stage
+from pipeline.experiments.debate import debate_figures as stage
+from pipeline.experiments.debate.figures import debate_figures
 from tests.conftest import write_cells
 
 COMMITTED = sorted((PROJECT_ROOT / "reports/debate").glob("*.json"))

@@ -1,4 +1,4 @@
-"""The section "The attention debate" (pipeline/reporting/debate.py): its tables
+"""The section "The attention debate" (pipeline/experiments/debate/section.py): its tables
 hold every cell's numbers, and the reading follows them."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import re
 import pytest
 
 from pipeline.config import compose, validate
-from pipeline.debate.cell import run_cell
-from pipeline.reporting import debate
+from pipeline.experiments.debate import section as debate
+from pipeline.experiments.debate.cell import run_cell
 from tests.conftest import small_overrides
 
 

@@ -1,4 +1,4 @@
-"""Training on a loss on the pooling (pipeline/debate/training.py): each kind's fast
+"""Training on a loss on the pooling (pipeline/experiments/debate/training.py): each kind's fast
 path (`loss_step`: window's fused kernel, the lesson's and posenc's hand-derived
 pooling) against the definition, autograd through `attend`, for each of the
 debate's losses; a kind without a fast path takes the definition."""
@@ -9,10 +9,10 @@ import pytest
 import torch
 
 from pipeline.config import ModelConfig
-from pipeline.debate.consistent import consistency_loss
-from pipeline.debate.deception import deception_penalty, train_deceptive
-from pipeline.debate.fixed_attention import step_weights, uniform_weights
-from pipeline.debate.training import (
+from pipeline.experiments.debate.consistent import consistency_loss
+from pipeline.experiments.debate.deception import deception_penalty, train_deceptive
+from pipeline.experiments.debate.fixed_attention import step_weights, uniform_weights
+from pipeline.experiments.debate.training import (
     each_run_weights,
     loss_step,
     reference_step,

@@ -1,4 +1,4 @@
-"""Deceptive attention (pipeline/debate/deception.py): the penalty on hand-worked
+"""Deceptive attention (pipeline/experiments/debate/deception.py): the penalty on hand-worked
 weights, lam = 0 is the ordinary run, and a penalty moves the weight off the
 rationale."""
 
@@ -9,7 +9,7 @@ import math
 import pytest
 import torch
 
-from pipeline.debate.deception import deception_penalty, rationale_mass, train_deceptive
+from pipeline.experiments.debate.deception import deception_penalty, rationale_mass, train_deceptive
 
 
 def test_the_penalty_is_minus_log_of_the_mass_left_off_the_rationale():

@@ -1,4 +1,4 @@
-"""Attention held fixed while the rest trains (pipeline/debate/fixed_attention.py):
+"""Attention held fixed while the rest trains (pipeline/experiments/debate/fixed_attention.py):
 uniform weights against their closed form, and what stays untrained."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from pipeline.core.precision import settle
-from pipeline.debate.fixed_attention import train_fixed, uniform_weights
-from pipeline.debate.pooling import fixed_logits
+from pipeline.experiments.debate.fixed_attention import train_fixed, uniform_weights
+from pipeline.experiments.debate.pooling import fixed_logits
 
 EPOCHS, LR = 200, 0.6
 
@@ -81,7 +81,7 @@ def test_two_sequences_with_the_same_means_read_alike_under_uniform_attention(le
 def test_a_kind_s_own_weights_give_its_own_logits(lesson):
     """Each head's learned weights on the steps, fixed, give the kind's logits: a
     sink's share adds nothing, and multihead's heads each keep their own."""
-    from pipeline.debate.fixed_attention import step_weights
+    from pipeline.experiments.debate.fixed_attention import step_weights
     from pipeline.models import interface
 
     cfg, _, (heldout, _, _) = lesson
@@ -95,7 +95,7 @@ def test_a_kind_s_own_weights_give_its_own_logits(lesson):
 
 def test_uniform_attention_reaches_every_head(lesson):
     """With a_{h,t} = 1/T the two-head model reads sum_h w_h . mean_t V_{h,t} + b."""
-    from pipeline.debate.pooling import pooling_terms
+    from pipeline.experiments.debate.pooling import pooling_terms
 
     cfg, (inputs, labels, _), _ = lesson
     params = init(cfg, "multihead")

@@ -9,13 +9,15 @@ import torch
 from conftest import small_overrides
 
 from pipeline import data
-from pipeline.analysis import capacity, faithfulness, grid, seed_study
+from pipeline.analysis import faithfulness, seed_study
 from pipeline.config import ConfigError, compose, validate
-from pipeline.config.cells import cell_config
 from pipeline.core.measures import SCORES, model_scores
+from pipeline.experiments.grid import capacity
+from pipeline.experiments.grid import cell as grid
+from pipeline.experiments.grid import section as next_lesson
+from pipeline.experiments.grid.cell import cell_config
+from pipeline.experiments.grid.section import next_lesson_section
 from pipeline.models import frames
-from pipeline.reporting import next_lesson
-from pipeline.reporting.next_lesson import next_lesson_section
 
 SMALL = [*small_overrides(), "grid.seeds=3", "train.epochs=10", "grid.epochs=10"]
 
@@ -226,7 +228,7 @@ def test_the_faithfulness_reading_says_when_the_two_metrics_disagree():
 
 
 def test_the_grid_stage_refuses_an_unknown_cell_in_one_line(run_entry, monkeypatch, tmp_path):
-    from pipeline.stages import grid as stage
+    from pipeline.experiments.grid import stage
 
     code, err = run_entry(lambda: stage.main(["nope", "lesson"]))
     assert code == 1 and err.strip().startswith("error: unknown task 'nope'; allowed: lesson")
@@ -237,7 +239,7 @@ def test_the_grid_stage_refuses_an_unknown_cell_in_one_line(run_entry, monkeypat
 
 def test_the_stage_writes_the_cell(monkeypatch, tmp_path, capsys):
     from pipeline.config.load import composed_yaml
-    from pipeline.stages import grid as stage
+    from pipeline.experiments.grid import stage
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text(composed_yaml(SMALL))
@@ -251,6 +253,7 @@ def test_each_cell_is_one_parent_run_tagged_with_task_and_model(cfg, store, tmp_
     from dataclasses import replace
 
     from pipeline.config import TrackingConfig
+    from pipeline.experiments.grid.cell_runs import RUNS
     from pipeline.tracking import search_parent_runs
     from pipeline.tracking.cell_runs import log_cells
 
@@ -261,8 +264,11 @@ def test_each_cell_is_one_parent_run_tagged_with_task_and_model(cfg, store, tmp_
         path = tmp_path / f"{task}-{variant}.json"
         path.write_text(json.dumps(document))
         cells.append((grid.cell_config(tracked, task, variant), document, path))
-    assert [fresh for _, fresh in log_cells(tracked, cells)] == [True, True]
-    assert [fresh for _, fresh in log_cells(tracked, cells)] == [False, False]  # logged once
+    assert [fresh for _, fresh in log_cells(tracked, cells, RUNS, "grid")] == [True, True]
+    assert [fresh for _, fresh in log_cells(tracked, cells, RUNS, "grid")] == [
+        False,
+        False,
+    ]  # logged once
     parents, _ = search_parent_runs(store, "grid-next-lesson")  # not the lesson's versions
     assert search_parent_runs(store, "grid")[0].empty
     rows = parents.set_index("tags.task")

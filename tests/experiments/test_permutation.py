@@ -1,4 +1,4 @@
-"""Permuted attention (pipeline/debate/permutation.py) on hand-worked cases."""
+"""Permuted attention (pipeline/experiments/debate/permutation.py) on hand-worked cases."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import torch
 
-from pipeline.debate.permutation import permutation_orders, permuted_output_change
+from pipeline.experiments.debate.permutation import permutation_orders, permuted_output_change
 
 
 def sigmoid(x: float) -> float:

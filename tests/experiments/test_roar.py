@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from pipeline.analysis import stats
-from pipeline.analysis.capacity import marker_reading
 from pipeline.analysis.faithfulness import task_rationale
 from pipeline.analysis.metrics import correct
 from pipeline.analysis.seed_study import train_seeds
 from pipeline.config import ConfigError, compose, validate
 from pipeline.data import generate, reading_columns, split_frame
+from pipeline.experiments.grid.capacity import marker_reading
 from pipeline.experiments.roar import retrain
 from pipeline.experiments.roar.section import section as roar_section
 from pipeline.models import frames, interface

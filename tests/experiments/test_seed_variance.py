@@ -1,4 +1,4 @@
-"""The variance across seeds (pipeline/debate/seed_variance.py) on hand-worked cases."""
+"""The variance across seeds (pipeline/experiments/debate/seed_variance.py) on hand-worked cases."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from pipeline.debate.seed_variance import pair_divergence, seed_pairs
+from pipeline.experiments.debate.seed_variance import pair_divergence, seed_pairs
 
 
 def test_pairs_are_disjoint_and_an_odd_run_is_left_out():

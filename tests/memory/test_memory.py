@@ -8,7 +8,6 @@ import pytest
 
 from pipeline.config import MAX_BYTES, compose, validate
 from pipeline.core.errors import ConfigError
-from pipeline.core.kinds import EXPERIMENTS
 from pipeline.memory import check_memory, estimated_bytes, stage_estimates, stage_terms
 
 TOO_BIG = [
@@ -71,8 +70,8 @@ def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads
     cells = [f"grid@{name}" for name in cfg.grid.cells]
     debate = [f"debate@{name}" for name in cfg.debate.cells]
     assert list(estimates) == [
-        "generate", "train", "evaluate", "report", *EXPERIMENTS,
-        *cells, *debate,
+        "generate", "train", "evaluate", "report", "study", "faithfulness",
+        *cells, *debate, "erasure", "abstraction", "roar",
     ]  # fmt: skip
     assert estimated_bytes(cfg) == max(estimates.values())
     # The case the issue measured: window12 at 1000 seeds peaked at 4.96 GiB, where
@@ -122,7 +121,8 @@ def test_the_debate_s_adversary_passes_shrink_as_its_candidates_grow():
     a sink's one more slot, 169 candidates of 13 slots: 19 runs. Past one run of every
     example, the examples a pass shrink."""
     from pipeline.config import ModelConfig
-    from pipeline.memory import adversary_pass, debate_cell_terms
+    from pipeline.experiments.debate.memory import debate_cell_terms
+    from pipeline.memory import adversary_pass
 
     assert adversary_pass(ModelConfig(), 12, 100, 180) == (25, 180)
     assert adversary_pass(ModelConfig(kind="multihead", heads=2), 12, 100, 180) == (1, 180)

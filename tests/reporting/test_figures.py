@@ -19,13 +19,13 @@ from matplotlib.patches import Rectangle
 
 from pipeline.analysis import stats
 from pipeline.config import PROJECT_ROOT, compose, provenance, validate
+from pipeline.experiments.debate.figures import debate_plots
 from pipeline.experiments.faithfulness.figures import faithfulness_figures
+from pipeline.experiments.grid.figures import next_lesson_plots
+from pipeline.experiments.grid.section import experiments
 from pipeline.experiments.study.figures import study_figures, study_pair_gaps
-from pipeline.reporting.debate_figures import debate_plots
 from pipeline.reporting.drawing import Plot
 from pipeline.reporting.figures import lesson_figures
-from pipeline.reporting.grid_figures import next_lesson_plots
-from pipeline.reporting.next_lesson import experiments
 
 MIN_PIXELS = 1.0  # a mark narrower than a pixel is not seen
 HELDOUT = 180  # the default config's held-out sequences: accuracy moves by 1/180

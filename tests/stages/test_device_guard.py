@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from pipeline.config import compose, validate
-from pipeline.debate import cell as debate_cell
-from pipeline.debate.permutation import permutation_orders, permuted_output_change
+from pipeline.experiments.debate import cell as debate_cell
+from pipeline.experiments.debate.permutation import permutation_orders, permuted_output_change
 from tests import stage_runs
 from tests.conftest import small_overrides
 from tests.device_guard import DeviceMixed, simulated_cuda

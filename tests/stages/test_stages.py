@@ -85,9 +85,10 @@ def test_a_config_too_large_for_memory_stops_every_computing_stage_before_work(w
     the models): each one that computes refuses the config before reading its
     inputs, and the generate stage, which needs no model, still runs."""
     from pipeline.experiments.faithfulness import stage as faithfulness
+    from pipeline.experiments.grid import stage as grid
     from pipeline.experiments.roar import stage as roar
     from pipeline.experiments.study import stage as study
-    from pipeline.stages import grid, report
+    from pipeline.stages import report
 
     run_all_stages()
     before = output_bytes(workdir)

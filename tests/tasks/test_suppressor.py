@@ -1,5 +1,5 @@
 """The suppressor task (pipeline/tasks/suppressor.py) and the attribution shares on
-its suppressor (pipeline/analysis/suppressors.py)."""
+its suppressor (pipeline/experiments/grid/suppressors.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from scipy import stats
 from torch.testing import assert_close
 
 from pipeline import data
-from pipeline.analysis import capacity, suppressors
 from pipeline.config import DataConfig, ModelConfig
+from pipeline.experiments.grid import capacity, suppressors
 from pipeline.models import frames, interface
 from pipeline.tasks import suppressor
 
@@ -76,7 +76,7 @@ def test_attribution_shares_by_hand():
 
 
 def test_the_section_names_the_explainers_on_the_suppressor():
-    from pipeline.reporting.suppressors import suppressor_section
+    from pipeline.experiments.grid.suppressors_section import suppressor_section
 
     def parts(on_suppressor):
         value = {"mean": on_suppressor, "ci95_low": on_suppressor, "ci95_high": on_suppressor}

@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from pipeline import data, tasks
-from pipeline.analysis import capacity
 from pipeline.config import DataConfig, ModelConfig
 from pipeline.core import kinds
 from pipeline.core.errors import PipelineError
 from pipeline.core.kinds import VARIANTS
+from pipeline.experiments.grid import capacity
 from pipeline.models import frames, interface
 
 CFG = DataConfig()
@@ -177,9 +177,9 @@ def test_a_task_defined_in_a_test_is_a_plug_in(monkeypatch):
     change to the pipeline."""
     import types
 
-    from pipeline.analysis import grid
     from pipeline.config import Config, compose, validate
-    from pipeline.reporting.next_lesson import experiments
+    from pipeline.experiments.grid import cell as grid
+    from pipeline.experiments.grid.section import experiments
     from tests.conftest import small_overrides
 
     toy = types.ModuleType("toy_task", "above the first step")

@@ -776,7 +776,7 @@ def test_compare_replaces_only_its_own_csv(default_cfg, store, capsys):
 
 
 def test_the_sanity_checks_reach_mlflow_as_one_mean_per_test_step_and_row():
-    from pipeline.tracking.cell_runs import cell_metrics
+    from pipeline.experiments.grid.cell_runs import cell_metrics
     from pipeline.tracking.state import sanity_metrics
 
     entry = {"spearman": {"mean": 0.25, "ci95_low": 0.1}, "spearman_abs": {"mean": 0.3}}

@@ -1,5 +1,5 @@
-"""The next lesson's section of report.md: the grid's tables and a reading generated
-from them.
+"""The next lesson's sections of report.md: the grid's tables and a reading generated
+from them, and the suppressors' (suppressors_section.py).
 
 Seed 004 closes with two questions: can one weight distribution carry two
 patterns, and where does attention get the order of steps from? Each answer
@@ -22,12 +22,13 @@ import pandas as pd
 
 from pipeline.core import measures
 from pipeline.core.measures import ATTENTION, RANDOM, competitors
+from pipeline.experiments.grid.suppressors_section import suppressors
 from pipeline.reporting import tables
 from pipeline.reporting.faithfulness_reading import covers_zero, paired_clause, paired_entry
 from pipeline.reporting.summary import interval
 from pipeline.tasks import task_module
 
-CAPTIONS = {  # the figures' captions in report.md (pipeline/reporting/grid_figures.py draws)
+CAPTIONS = {  # the figures' captions in report.md (figures.py draws)
     "heads_accuracy.png": "Held-out accuracy per seed on the two-patterns task, one row per model",
     "order_accuracy.png": "Held-out accuracy per seed on the order tasks, against shuffled steps",
     "heads_mass_entropy.png": "Per seed and head: marker mass against the weights' entropy",
@@ -383,3 +384,17 @@ def next_lesson_section(cells: list[dict], images: list[str]) -> str:
         "",
     ]
     return "\n".join(lines)
+
+
+def next_lesson(results: dict) -> str:
+    """The section "The next lesson" from the cells and the next_lesson stage's figures."""
+    return next_lesson_section(results["cells"], results["images"]).strip()
+
+
+def headline(results: dict) -> dict:
+    """None: headline.json holds the lesson's numbers and the field's tests'."""
+    return {}
+
+
+# report.md's sections of this experiment: (place among the experiments', section).
+SECTIONS = [(10, next_lesson), (60, suppressors)]

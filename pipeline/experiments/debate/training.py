@@ -22,7 +22,7 @@ from functools import partial
 import torch
 
 from pipeline.core.precision import settle
-from pipeline.debate.pooling import fixed_logits
+from pipeline.experiments.debate.pooling import fixed_logits
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.models.threads import run_jobs

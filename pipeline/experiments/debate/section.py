@@ -1,6 +1,6 @@
 """The section "The attention debate" of report.md, from the debate's cells
-(reports/debate/<task>-<variant>.json, pipeline/debate/cell.py): a table per paper's
-test and a reading generated from the numbers."""
+(reports/debate/<task>-<variant>.json, pipeline/experiments/debate/cell.py): a table per
+paper's test and a reading generated from the numbers."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pipeline.reporting import tables
 
 LN2 = math.log(2)  # the largest JSD in natural log
 CLOSE_TVD = 0.05  # a model-consistent adversary that keeps its outputs this close
-CAPTIONS = {  # the debate_figures stage's PNGs (reporting/debate_figures.py)
+CAPTIONS = {  # the debate_figures stage's PNGs (experiments/debate/figures.py)
     "adversary_jsd.png": "the exact adversary's largest JSD against the largest weight",
     "permuted_change.png": "the output's change under permuted weights against the largest weight",
     "deception.png": "deceptive attention: accuracy and the rationale's weight against lam",
@@ -291,3 +291,17 @@ def debate_section(cells: list[dict], images: list[str] | None = None) -> str:
         ],
     ]
     return "\n".join(lines)
+
+
+def attention_debate(results: dict) -> str:
+    """The section from the cells and the debate_figures stage's figures."""
+    return debate_section(results["cells"], results["images"]).strip()
+
+
+def headline(results: dict) -> dict:
+    """None: headline.json holds the lesson's numbers and the field's tests'."""
+    return {}
+
+
+# report.md's sections of this experiment: (place among the experiments', section).
+SECTIONS = [(20, attention_debate)]

@@ -1,7 +1,7 @@
 """One cell of the attention debate (reports/debate/<task>-<variant>.json): every
 paper's test on one task and one model variant, against the task's true rationale.
 
-The runs are the grid's (pipeline/analysis/grid.py): the lesson's data, held-out
+The runs are the grid's (pipeline/experiments/grid/cell.py): the lesson's data, held-out
 split and init streams, trained with grid.epochs and grid.lr. Tests that read
 trained runs (the exact adversary, permuted attention, seed variance) use
 debate.seeds of them; tests that train runs of their own (uniform, frozen and
@@ -27,13 +27,13 @@ from pipeline.core import ties
 from pipeline.core.errors import DivergenceError
 from pipeline.core.processes import map_large_blocks
 from pipeline.core.ranking import hit_at_1
-from pipeline.debate.adversary import jsd, runs_adversary
-from pipeline.debate.consistent import adversary_start, train_consistent
-from pipeline.debate.deception import rationale_mass, train_deceptive
-from pipeline.debate.fixed_attention import step_weights, train_fixed, uniform_weights
-from pipeline.debate.permutation import permutation_orders, permuted_output_change
-from pipeline.debate.pooling import fixed_logits, pooling_terms, with_sink_slot
-from pipeline.debate.seed_variance import pair_divergence, seed_pairs
+from pipeline.experiments.debate.adversary import jsd, runs_adversary
+from pipeline.experiments.debate.consistent import adversary_start, train_consistent
+from pipeline.experiments.debate.deception import rationale_mass, train_deceptive
+from pipeline.experiments.debate.fixed_attention import step_weights, train_fixed, uniform_weights
+from pipeline.experiments.debate.permutation import permutation_orders, permuted_output_change
+from pipeline.experiments.debate.pooling import fixed_logits, pooling_terms, with_sink_slot
+from pipeline.experiments.debate.seed_variance import pair_divergence, seed_pairs
 from pipeline.memory import DEBATE_RUNS, adversary_pass
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params, cat_runs
@@ -348,7 +348,7 @@ def consistent_numbers(
 
 def run_cell(cfg: Config, task: str, variant: str) -> dict:
     """One cell's document (reports/debate/<task>-<variant>.json)."""
-    cell = cell_config(cfg, task, variant)
+    cell = cell_config(cfg, task, variant, cfg.grid)  # trained as the grid's cells
     settings = cfg.debate
     device, dtype = device_and_dtype(cell.train)
     frame = data.generate(cell.data, task)

@@ -9,13 +9,13 @@ from pathlib import Path
 from pipeline.config import Config, load_params, provenance
 from pipeline.config.cells import cell_config
 from pipeline.core.files import remove, write_bytes
-from pipeline.reporting.next_lesson import experiments
+from pipeline.experiments.grid.section import experiments
 from pipeline.stages import entry
 
 
 def main() -> None:
     cfg = load_params()  # reads the cells, computes nothing large
-    from pipeline.reporting.grid_figures import next_lesson_figures
+    from pipeline.experiments.grid.figures import next_lesson_figures
 
     cells = provenance.grid_cells(cfg)
     pngs = next_lesson_figures(*experiments([document for _, document in cells]))
@@ -30,11 +30,12 @@ def main() -> None:
 
 def log(cfg: Config, cells: list[tuple[Path, dict]]) -> None:
     """One parent run per cell, its config the cell's own (the task, the variant)."""
+    from pipeline.experiments.grid.cell_runs import RUNS
     from pipeline.tracking import store_uri
     from pipeline.tracking.cell_runs import log_cells
 
-    cells = [(cell_config(cfg, d["task"], d["variant"]), d, path) for path, d in cells]
-    new = sum(fresh for _, fresh in log_cells(cfg, cells))
+    cells = [(cell_config(cfg, d["task"], d["variant"], cfg.grid), d, path) for path, d in cells]
+    new = sum(fresh for _, fresh in log_cells(cfg, cells, RUNS, "grid"))
     print(f"logged {new} new of {len(cells)} grid cells in {store_uri(cfg.tracking)}")
 
 

@@ -1,17 +1,12 @@
-"""The memory terms of the grid's and the debate's cells: each a stage of its own
-(grid@<cell>, debate@<cell>), the study's machinery then its tests."""
+"""The memory terms of the debate's cells: each a stage of its own (debate@<cell>),
+the study's machinery then its tests."""
 
 from __future__ import annotations
 
-from pipeline import tasks
 from pipeline.config.bounds import MemoryTerm, sequences_term
 from pipeline.config.cells import cell_config
 from pipeline.config.schema import Config
-from pipeline.memory.battery import (
-    battery_terms,
-    per_example_scores_term,
-    sanity_terms,
-)
+from pipeline.memory.battery import battery_terms
 from pipeline.memory.sizes import (
     DEBATE_RUNS,
     DTYPE_BYTES,
@@ -24,30 +19,12 @@ from pipeline.memory.study import study_terms
 from pipeline.models import interface
 
 
-def grid_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
-    """A grid cell (pipeline/analysis/grid.py): the study on grid.seeds seeds, beside
-    it the shuffled control of an order task, then the battery."""
-    cell = cell_config(cfg, task, variant)
-    sets = 2 if getattr(tasks.task_module(task), "ORDERED", False) else 1
-    battery_runs = min(cfg.grid.faithfulness_seeds, cfg.grid.seeds)
-    key = (
-        "grid.seeds" if cfg.grid.seeds <= cfg.grid.faithfulness_seeds else "grid.faithfulness_seeds"
-    )
-    return [
-        sequences_term(cell),
-        *study_terms(cell, cfg.grid.seeds, "grid.seeds", sets),
-        *battery_terms(cell, battery_runs, key, MAPPED_BATTERY),
-        per_example_scores_term(cell, battery_runs, key, phase="battery"),
-        *sanity_terms(cell, battery_runs, key),
-    ]
-
-
 def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
-    """A debate cell (pipeline/debate/cell.py): the study's machinery on debate.seeds
+    """A debate cell (pipeline/experiments/debate/cell.py): the study's machinery on debate.seeds
     seeds, then the tests one after the other, their large blocks mapped: the
     adversary's candidate distributions and the permutations' shuffled weights (a
     chunk of runs at a time), and the battery behind deception's hit@1."""
-    cell = cell_config(cfg, task, variant)
+    cell = cell_config(cfg, task, variant, cfg.grid)  # trained as the grid's cells
     steps = cell.data.steps
     runs = min(DEBATE_RUNS, cfg.debate.seeds)
     heads, slots = interface.pooling_heads(cell.model), pooling_slots(cell.model, steps)
@@ -90,3 +67,12 @@ def debate_cell_terms(cfg: Config, task: str, variant: str) -> list[MemoryTerm]:
             MAPPED_BATTERY,
         ),
     ]
+
+
+def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
+    """Each cell's stage's terms, by its name in dvc.yaml (debate@<cell>); the
+    debate_figures stage only reads the cells' files."""
+    return {
+        f"debate@{name}": debate_cell_terms(cfg, cell.task, cell.variant)
+        for name, cell in cfg.debate.cells.items()
+    }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.debate.training import per_run, train_on_loss
+from pipeline.experiments.debate.training import per_run, train_on_loss
 from pipeline.models.parameters import Params
 from pipeline.models.train import History, surrogate_loss
 

@@ -1,8 +1,8 @@
 """Stage debate@<task>-<variant>: one cell of the attention debate -> reports/debate/<cell>.json.
 
-    python -m pipeline.stages.debate TASK VARIANT
+    python -m pipeline.experiments.debate.stage TASK VARIANT
 
-Each paper's test on the cell's runs (pipeline/debate/cell.py, docs/debate.md). The
+Each paper's test on the cell's runs (pipeline/experiments/debate/cell.py, docs/debate.md). The
 cell makes its own data and runs, as a grid cell does, and reads no other stage's
 output; its one file is written atomically, and params.yaml is checked again before
 it is.
@@ -14,7 +14,7 @@ from pipeline.config import load_params, provenance
 from pipeline.config.cells import cell_label
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import write_json
-from pipeline.debate.cell import run_cell
+from pipeline.experiments.debate.cell import run_cell
 from pipeline.memory import check_memory
 from pipeline.stages import cell_arguments, entry
 

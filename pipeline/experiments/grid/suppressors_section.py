@@ -83,3 +83,9 @@ def suppressor_section(cells: list[dict]) -> str:
                 parts += [f"{label}:", tables.markdown(table, index=False, disable_numparse=True)]
         parts.append(reading(cell))
     return "\n\n".join(parts)
+
+
+def suppressors(results: dict) -> str:
+    """The section "Suppressor variables": the cells on a task with a suppressor channel
+    ("" where none has one)."""
+    return suppressor_section(results["cells"])

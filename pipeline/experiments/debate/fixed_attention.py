@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.debate.pooling import pooling_terms
-from pipeline.debate.training import train_on_loss
+from pipeline.experiments.debate.pooling import pooling_terms
+from pipeline.experiments.debate.training import train_on_loss
 from pipeline.models.parameters import Params
 from pipeline.models.train import History, surrogate_loss
 

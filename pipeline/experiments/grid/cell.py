@@ -5,7 +5,7 @@ Every cell trains seeds 1..grid.seeds through the study's machinery
 lesson, only the task's labels and the model differ), and reports the held-out
 accuracy distribution (mean with its multi-bootstrap interval, quantiles), the
 share of seeds that solve the task (held-out >= grid.solved), the majority
-baseline and the gap to the cell's hand-set model (pipeline/analysis/capacity.py).
+baseline and the gap to the cell's hand-set model (`capacity`).
 
 On a task whose label depends on the order of the steps (a task module's
 `ORDERED`), the cell also trains on the shuffled-steps control: the same
@@ -32,27 +32,25 @@ import pandas as pd
 import torch
 
 from pipeline import data, tasks
-from pipeline.analysis import (
-    capacity,
-    faithfulness,
-    metrics,
-    sanity,
-    seed_study,
-    stats,
-    suppressors,
-)
-from pipeline.config import Config
-from pipeline.config.cells import cell_config
+from pipeline.analysis import faithfulness, metrics, sanity, seed_study, stats
+from pipeline.config import Config, cells
 from pipeline.core import ties
 from pipeline.core.kinds import VARIANTS
 from pipeline.core.measures import ATTENTION
 from pipeline.core.processes import map_large_blocks, release_freed_memory
+from pipeline.experiments.grid import capacity, suppressors
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.train import device_and_dtype
 
 FOCUSED = 0.5  # a head's mean weight on the marked step
 SPREAD = 0.75  # a head's mean weight entropy over log T
+
+
+def cell_config(cfg: Config, task: str, variant: str) -> Config:
+    """A grid cell's config: the task and the model variant on the lesson's settings,
+    with the grid's own epochs and learning rate (grid.epochs, grid.lr)."""
+    return cells.cell_config(cfg, task, variant, cfg.grid)
 
 
 def shuffled_steps(frame: pd.DataFrame, steps: int, seed: int) -> pd.DataFrame:

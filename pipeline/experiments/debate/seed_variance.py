@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from pipeline.debate.adversary import jsd
+from pipeline.experiments.debate.adversary import jsd
 
 
 def seed_pairs(runs: int) -> torch.Tensor:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import torch
 
 from pipeline.core import ties
-from pipeline.debate.adversary import jsd
-from pipeline.debate.pooling import with_sink_slot
-from pipeline.debate.training import per_run, train_on_loss
+from pipeline.experiments.debate.adversary import jsd
+from pipeline.experiments.debate.pooling import with_sink_slot
+from pipeline.experiments.debate.training import per_run, train_on_loss
 from pipeline.models import interface
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability

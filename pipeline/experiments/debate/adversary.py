@@ -38,7 +38,7 @@ import torch
 
 from pipeline.core.errors import ConfigError
 from pipeline.core.kinds import DEBATE_MAX_HEADS
-from pipeline.debate.pooling import pooling_terms
+from pipeline.experiments.debate.pooling import pooling_terms
 from pipeline.models.parameters import Params
 from pipeline.models.pooling import probability
 

@@ -170,7 +170,7 @@ def capacity(task: str, variant: str) -> tuple[Construction | None, str | None]:
     if (name is None) == (reason is None):
         raise PipelineError(
             f"task {task} must declare variant {variant} in exactly one of HAND_SET (a "
-            f"hand-set model of pipeline/analysis/capacity.py) and CANNOT (why not), in "
+            f"hand-set model of pipeline/experiments/grid/capacity.py) and CANNOT (why not), in "
             f"{module.__name__}"
         )
     return (None if name is None else CONSTRUCTIONS[name]), reason

@@ -14,7 +14,7 @@ from pipeline.stages import entry
 
 def main() -> None:
     cfg = load_params()  # reads the cells, computes nothing large
-    from pipeline.reporting.debate_figures import debate_figures
+    from pipeline.experiments.debate.figures import debate_figures
 
     cells = provenance.grid_cells(cfg, stage="debate")
     out = Path(cfg.paths.debate_figures)
@@ -28,11 +28,12 @@ def main() -> None:
 
 def log(cfg: Config, cells: list[tuple[Path, dict]]) -> None:
     """One parent run per cell, its config the cell's own (the task, the variant)."""
+    from pipeline.experiments.debate.cell_runs import RUNS
     from pipeline.tracking import store_uri
     from pipeline.tracking.cell_runs import log_cells
 
-    cells = [(cell_config(cfg, d["task"], d["variant"]), d, path) for path, d in cells]
-    new = sum(fresh for _, fresh in log_cells(cfg, cells, stage="debate"))
+    cells = [(cell_config(cfg, d["task"], d["variant"], cfg.grid), d, path) for path, d in cells]
+    new = sum(fresh for _, fresh in log_cells(cfg, cells, RUNS, "debate"))
     print(f"logged {new} new of {len(cells)} debate cells in {store_uri(cfg.tracking)}")
 
 
