@@ -111,29 +111,22 @@ def model_variant(inputs: ReportInputs) -> list[str]:
 Section = Callable[[ReportInputs], list[str]]
 
 
-def experiments(first: float, last: float) -> Section:
-    """The section of the experiments' sections placed in [first, last), where their
-    stages ran, in their places' order (a section with nothing to show, "", is left
-    out). A section module that draws figures (`plots`) has its sections called with
-    its figures' links too."""
-
-    def placed_sections(inputs: ReportInputs) -> list[str]:
-        placed = []
-        for name, results in inputs.experiments.items():
-            if results is None:
-                continue
-            module = experiment_part(name, "section")
-            images = inputs.images.get(name, []) if hasattr(module, "plots") else None
-            for place, section in module.SECTIONS:
-                if first <= place < last:
-                    placed.append((place, section, results, images))
-        texts = [
-            section(results) if images is None else section(results, images)
-            for _, section, results, images in sorted(placed, key=lambda p: p[0])
-        ]
-        return [text for text in texts if text]
-
-    return placed_sections
+def experiments(inputs: ReportInputs) -> list[str]:
+    """Each experiment's sections where its stage ran, in their places' order (a
+    section with nothing to show, "", is left out). A section module that draws
+    figures (`plots`) has its sections called with its figures' links too."""
+    placed = []
+    for name, results in inputs.experiments.items():
+        if results is None:
+            continue
+        module = experiment_part(name, "section")
+        images = inputs.images.get(name, []) if hasattr(module, "plots") else None
+        placed += [(place, section, results, images) for place, section in module.SECTIONS]
+    texts = [
+        section(results) if images is None else section(results, images)
+        for _, section, results, images in sorted(placed, key=lambda p: p[0])
+    ]
+    return [text for text in texts if text]
 
 
 SECTIONS: list[Section] = [
@@ -144,7 +137,7 @@ SECTIONS: list[Section] = [
     attention_weights,
     ablation,
     model_variant,
-    experiments(0, float("inf")),  # each experiment's sections by place
+    experiments,  # each experiment's sections by place
 ]
 
 

@@ -46,7 +46,7 @@ for override in ("+top_weight.high=2", "+top_weight.note="):
 seen["memory"] = "top_weight" in stage_estimates(cfg)
 document = {"runs": {"1": 0.25, "2": 0.75}}
 inputs = ReportInputs(cfg, {}, None, False, experiments={"top_weight": document})
-seen["report"] = experiments(0, float("inf"))(inputs)
+seen["report"] = experiments(inputs)
 seen["headline"] = headline({"seed_gap": 0, "heldout_accuracy_mean": 0, "runs": {}},
     {"top_weight": document})
 seen["run_metrics"] = experiment_metrics({"top_weight": document}, "2")
