@@ -88,9 +88,10 @@ def test_a_metric_registered_in_a_test_reaches_every_output(toy_metric, project,
     from pipeline.config import load_params
     from pipeline.experiments.abstraction import stage as abstraction
     from pipeline.experiments.faithfulness import stage as faithfulness
+    from pipeline.experiments.grid import next_lesson
     from pipeline.experiments.roar import stage as roar
     from pipeline.experiments.study import stage as study
-    from pipeline.stages import evaluate, generate, next_lesson, report, track, train
+    from pipeline.stages import evaluate, generate, report, track, train
 
     for stage in (generate, train, evaluate, study, faithfulness, abstraction, roar):
         stage.main()
