@@ -124,7 +124,7 @@ def write_cells(root: Path, cfg: Config) -> None:
 
     for stage in ("grid", "debate"):
         (root / "reports" / stage).mkdir(parents=True, exist_ok=True)
-        params = provenance.cell_params(cfg, stage=stage)
+        params = provenance.cell_params(cfg, stage)
         for committed in sorted((PROJECT_ROOT / "reports" / stage).glob("*.json")):
             document = {**json.loads(committed.read_text()), "params": params}
             (root / "reports" / stage / committed.name).write_text(json.dumps(document))

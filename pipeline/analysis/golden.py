@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from pipeline.config import Config
+from pipeline.core.kinds import EXPERIMENTS
 
 GOLDEN = {
     "data": {
@@ -51,10 +52,12 @@ LESSON = "lesson"
 
 
 def is_lesson_config(cfg: Config) -> bool:
-    """True when every setting that shapes a number is the lesson's, so the
-    lesson's golden values apply. Tracking, output paths and the grid change none of them."""
+    """True when every setting that shapes metrics.json is the lesson's, so the lesson's
+    golden values apply. Tracking, output paths and the experiments' groups (which
+    read the lesson's runs, never train them) change none of them."""
     mine, lesson = asdict(cfg), asdict(Config())
-    return all(mine[key] == lesson[key] for key in mine if key not in ("tracking", "paths", "grid"))
+    ignored = {"tracking", "paths", *EXPERIMENTS}
+    return all(mine[key] == lesson[key] for key in mine if key not in ignored)
 
 
 def golden_mismatches(document: dict) -> list[str]:

@@ -12,8 +12,8 @@ import math
 from dataclasses import dataclass, fields, is_dataclass
 from typing import Any, get_origin, get_type_hints
 
-from pipeline.config.intervals import check, value_at
-from pipeline.config.schema import MAX_BYTES, MAX_SEED, Config
+from pipeline.config.intervals import MAX_SEED, check, last_run, value_at
+from pipeline.config.schema import MAX_BYTES, Config
 from pipeline.core.errors import ConfigError
 
 # Any size or count above this cannot fit the memory bound: each unit takes at least a
@@ -50,33 +50,18 @@ def check_seeds(cfg: Config) -> None:
     """Every seed in 0..MAX_SEED, and every run's stream(data.seed + k) too: checked
     here, not by a traceback after the runs they seed have trained. One range for all:
     each seed's generator (the lesson's 32-bit stream, numpy's default_rng, torch's
-    Generator.manual_seed, int64 tables) accepts it."""
+    Generator.manual_seed, int64 tables) accepts it. An experiment's own runs (the
+    study's seeds, the faithfulness battery's re-drawn runs) are checked by its
+    `check_settings` against `last_run(cfg)`."""
     data_seed = cfg.data.seed
     check(0 <= data_seed <= MAX_SEED, "data.seed", SEED_RANGE, data_seed)
-    last = MAX_SEED - data_seed  # the largest run k whose stream(data.seed + k) is in range
+    last = last_run(cfg)
     check(
         all(0 <= seed <= last for seed in cfg.train.seeds),
         "train.seeds",
         f"each seed must be an integer in 0..{last} (= {MAX_SEED} - data.seed): run k draws "
         f"from stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
         list(cfg.train.seeds),
-    )
-    check(
-        cfg.study.seeds <= last,
-        "study.seeds",
-        f"must be at most {last} (= {MAX_SEED} - data.seed): run k draws from "
-        f"stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
-        cfg.study.seeds,
-    )
-    redraws = min(cfg.faithfulness.sanity_seeds, cfg.study.seeds)
-    offset = cfg.faithfulness.randomisation_offset
-    check(
-        cfg.study.seeds <= offset <= MAX_SEED - redraws,
-        "faithfulness.randomisation_offset",
-        f"must be an integer in {cfg.study.seeds}..{MAX_SEED - redraws} (study.seeds to "
-        f"2**32-1 - faithfulness.sanity_seeds): a re-drawn run k draws from "
-        "stream((data.seed + offset + k) mod 2**32), never a study run's",
-        offset,
     )
     for key in SEED_KEYS:
         if key not in ("data.seed", "train.seeds"):  # checked above, against each other

@@ -49,9 +49,9 @@ def _check_values(cfg: Config) -> None:
     check_generate_memory(cfg)  # the generate stage computes no other estimate
     _check_names(cfg)
     _check_training(cfg)
+    check_seeds(cfg)  # before the experiments' checks, which count runs from data.seed
     for name in EXPERIMENTS:  # each experiment's own checks (its config module)
         experiment_part(name, "config").check_settings(cfg)
-    check_seeds(cfg)
     check_integers(cfg)  # after the keys' own bounds, which say more
     _check_tracking(cfg)
 

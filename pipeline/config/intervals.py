@@ -16,6 +16,14 @@ from pipeline.core.errors import ConfigError
 # curves outgrow what the report, the plots and the store are for.
 MAX_EPOCHS = 100_000
 
+# One range for every seed, which each of its readers accepts: torch.tensor(seeds) and
+# the tables (int64), torch.Generator.manual_seed (study.bootstrap_seed, < 2**64),
+# numpy's default_rng (faithfulness.order_seed with each run's seed, >= 0), and the
+# lesson's 32-bit stream. Run k draws from stream(data.seed + k), so data.seed + k
+# stays in the range too. Every seed key (pipeline/config/bounds.py's SEED_KEYS, the
+# fields named *seed, and train.seeds) takes this range.
+MAX_SEED = 2**32 - 1
+
 
 @dataclass(frozen=True)
 class Range:
@@ -77,3 +85,8 @@ def check(ok: bool, key: str, allowed: str, value: Any) -> None:
     allowed (every config check's form)."""
     if not ok:
         raise ConfigError(f"invalid config value {key}={value!r}: {allowed}")
+
+
+def last_run(cfg: Any) -> int:
+    """The largest run k whose stream(data.seed + k) is in 0..MAX_SEED."""
+    return MAX_SEED - cfg.data.seed

@@ -270,16 +270,16 @@ def verify_inputs(cfg: Config, stage: str) -> None:
                 )
 
 
-# --- the grid's cells: one file per cell, each carrying the params it was made from ---------
+# --- a foreach stage's cells: one file per cell, each carrying the params it was made from --
 
 
 def cell_path(folder: str, task: str, variant: str) -> Path:
     return Path(folder) / f"{task}-{variant}.json"
 
 
-def cell_params(cfg: Config, root: Path = PROJECT_ROOT, stage: str = "grid") -> dict[str, Any]:
-    """The params every <stage>@<cell> stage lists (dvc.yaml's foreach body: the grid's
-    or the debate's), flattened, as write_json writes them (the cell file holds them
+def cell_params(cfg: Config, stage: str, root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """The params every <stage>@<cell> stage lists (dvc.yaml's foreach body of an
+    experiment of cells), flattened, as write_json writes them (the cell file holds them
     at the written precision)."""
     from pipeline.core.precision import rounded
 
@@ -294,11 +294,11 @@ def any_cell_ran(cfg: Config, stage: str) -> bool:
     return any(cell_path(folder, cell.task, cell.variant).exists() for cell in cells)
 
 
-def grid_cells(cfg: Config, stage: str = "grid") -> list[tuple[Path, dict]]:
-    """(file, document) of every cell the config lists (the grid's, or the debate's),
+def cell_documents(cfg: Config, stage: str) -> list[tuple[Path, dict]]:
+    """(file, document) of every cell the config lists for the experiment `stage`,
     in its order, each checked against the params it was made from. A file of a cell
     the config does not list is not read: stale cells are never shown."""
-    current = cell_params(cfg, stage=stage)
+    current = cell_params(cfg, stage)
     cells = []
     for key, cell in to_container(cfg)[stage]["cells"].items():
         path = cell_path(getattr(cfg.paths, stage), cell["task"], cell["variant"])

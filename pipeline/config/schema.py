@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, make_dataclass
 from typing import Any
 
 from pipeline.config.battery import FaithfulnessConfig  # noqa: F401 (pipeline.config's name)
+from pipeline.config.intervals import MAX_SEED  # noqa: F401 (the schema's bound, declared below it)
 from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.core.paths import PROJECT_ROOT
 
@@ -22,13 +23,6 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("float64", "float32")
 POSITIONAL = ("learned", "sinusoidal")
 MAX_CURVE_ROWS = 1_000_000  # train.epochs x len(train.seeds)
-# One range for every seed, which each of its readers accepts: torch.tensor(seeds) and
-# the tables (int64), torch.Generator.manual_seed (study.bootstrap_seed, < 2**64),
-# numpy's default_rng (faithfulness.order_seed with each run's seed, >= 0), and the
-# lesson's 32-bit stream. Run k draws from stream(data.seed + k), so data.seed + k
-# stays in the range too. Every seed key (pipeline/config/bounds.py's SEED_KEYS, the
-# fields named *seed, and train.seeds) takes this range.
-MAX_SEED = 2**32 - 1
 # The pipeline writes, replaces and deletes its outputs only here, never a source,
 # config or store file: those are what a run must not lose. DVC reads its own files
 # wherever they are, and keeps a .gitignore in each output folder, so no path part

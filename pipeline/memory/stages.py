@@ -20,19 +20,19 @@ from pipeline.memory.study import study_terms
 
 
 def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
-    """The dominant allocations of each stage that computes (dvc.yaml's names)."""
-    lesson_runs = len(cfg.train.seeds)
-    lesson = study_terms(cfg, lesson_runs, "train.seeds")
-    by_name = {term.what: term for term in lesson}
-    study = study_terms(cfg, cfg.study.seeds, "study.seeds")
+    """The dominant allocations of each stage that computes (dvc.yaml's names): an
+    experiment's memory module adds its stages, and what it adds to another stage (the
+    study's per-example table, which the report reads)."""
+    lesson = {term.what: term for term in study_terms(cfg, len(cfg.train.seeds), "train.seeds")}
     stages = {
         "generate": [sequences_term(cfg)],
-        "train": [sequences_term(cfg), by_name["the parameters"], by_name["training"]],
-        "evaluate": [sequences_term(cfg), by_name["step ablation"], by_name["the window layer"]],
-        "report": [sequences_term(cfg), study[4]],  # the study's per-example table, read
+        "train": [sequences_term(cfg), lesson["the parameters"], lesson["training"]],
+        "evaluate": [sequences_term(cfg), lesson["step ablation"], lesson["the window layer"]],
+        "report": [sequences_term(cfg)],
     }
-    for name in EXPERIMENTS:  # each experiment's stages (its memory module)
-        stages.update(experiment_part(name, "memory").stage_terms(cfg))
+    for name in EXPERIMENTS:  # each experiment's stages, and its part of the others'
+        for stage, terms in experiment_part(name, "memory").stage_terms(cfg).items():
+            stages[stage] = stages.get(stage, []) + terms
     return stages
 
 

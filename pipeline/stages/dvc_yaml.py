@@ -40,6 +40,7 @@ STAGE_FILE = "stage.yaml"  # an experiment's stages, in its folder
 EXPERIMENT_READERS = {
     "pipeline.reporting.report": ("section",),
     "pipeline.reporting.headline": ("section",),
+    "pipeline.reporting.answer": ("summary",),
     "pipeline.tracking.runs": ("tracked",),
     "pipeline.config.results": ("", "results"),  # DOCUMENT and SHAPE, or read(cfg)
 }

@@ -28,7 +28,7 @@ from pipeline.config import (
 from pipeline.config.results import experiment_results
 from pipeline.core.files import read_csv, read_json, read_parquet, require, write_json
 from pipeline.core.kinds import EXPERIMENTS, experiment_part, has_part
-from pipeline.reporting import summary
+from pipeline.reporting import answer
 from pipeline.stages import entry
 from pipeline.tracking.store import PRIVATE_FILE, PRIVATE_FOLDER
 
@@ -129,9 +129,9 @@ def main() -> None:
         print("tracking disabled (tracking.enabled=false)")
         write_marker(cfg)
         return
-    metrics, study = read_json(cfg.paths.metrics), read_json(cfg.paths.study_summary)
+    metrics = read_json(cfg.paths.metrics)
     uri = log_once(cfg, metrics)
-    print(summary.answer(cfg, metrics, study, ui_hint(cfg, uri)))
+    print(answer.answer(cfg, metrics, experiment_results(cfg, "tracked"), ui_hint(cfg, uri)))
 
 
 def ui_hint(cfg: Config, uri: str) -> str:

@@ -182,9 +182,9 @@ def test_only_the_configured_cells_are_read_each_checked_against_its_params(tmp_
     cfg = two_cells_cfg()
     cells = {key: (cell.task, cell.variant) for key, cell in cfg.grid.cells.items()}
     for task, variant in cells.values():
-        write_cell(tmp_path / cfg.paths.grid, task, variant, provenance.cell_params(cfg))
-    write_cell(tmp_path / cfg.paths.grid, "rise", "dropped", provenance.cell_params(cfg))
-    read = provenance.grid_cells(cfg)
+        write_cell(tmp_path / cfg.paths.grid, task, variant, provenance.cell_params(cfg, "grid"))
+    write_cell(tmp_path / cfg.paths.grid, "rise", "dropped", provenance.cell_params(cfg, "grid"))
+    read = provenance.cell_documents(cfg, "grid")
     assert [(d["task"], d["variant"]) for _, d in read] == list(cells.values())  # not "dropped"
 
 
@@ -193,9 +193,11 @@ def test_a_cell_made_from_other_params_is_refused_with_the_key_that_changed(tmp_
     old = two_cells_cfg("grid.seeds=20")
     new = two_cells_cfg("grid.seeds=3", "data.seed=20260219")
     for cell in new.grid.cells.values():
-        write_cell(tmp_path / new.paths.grid, cell.task, cell.variant, provenance.cell_params(old))
+        write_cell(
+            tmp_path / new.paths.grid, cell.task, cell.variant, provenance.cell_params(old, "grid")
+        )
     with pytest.raises(ConfigError) as error:
-        provenance.grid_cells(new)
+        provenance.cell_documents(new, "grid")
     message = str(error.value)
     assert "was made from other params than params.yaml holds" in message
     assert "grid.seeds 20→3" in message and "data.seed 20260218→20260219" in message
@@ -207,10 +209,10 @@ def test_a_cell_without_a_record_or_without_a_file_is_refused(tmp_path, monkeypa
     cfg = two_cells_cfg()
     first = next(iter(cfg.grid.cells.values()))
     with pytest.raises(ConfigError, match=r"missing reports/grid/.*: run `dvc repro`"):
-        provenance.grid_cells(cfg)
+        provenance.cell_documents(cfg, "grid")
     write_cell(tmp_path / cfg.paths.grid, first.task, first.variant, None)  # an old cell file
     with pytest.raises(ConfigError, match="no record of its params"):
-        provenance.grid_cells(cfg)
+        provenance.cell_documents(cfg, "grid")
 
 
 def test_ctrl_c_between_two_renames_waits_until_the_stage_and_its_record_are_out(

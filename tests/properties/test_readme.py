@@ -9,7 +9,8 @@ import re
 
 from pipeline import tracking
 from pipeline.config import PROJECT_ROOT, load_params
-from pipeline.reporting import summary
+from pipeline.config.results import experiment_results
+from pipeline.reporting import answer
 from pipeline.stages.track import ui_hint
 
 README = (PROJECT_ROOT / "README.md").read_text()
@@ -138,8 +139,8 @@ def test_the_repro_block_is_what_the_track_stage_prints():
     block = section("What `dvc repro` prints").split("```\n", 2)[1].split("```", 1)[0]
     cfg = load_params()
     metrics = json.loads((REPORTS / "metrics.json").read_text())
-    study = json.loads((REPORTS / "study/summary.json").read_text())
-    printed = summary.answer(cfg, metrics, study, ui_hint(cfg, tracking.store_uri(cfg.tracking)))
+    results = experiment_results(cfg, "tracked")
+    printed = answer.answer(cfg, metrics, results, ui_hint(cfg, tracking.store_uri(cfg.tracking)))
     assert block.strip("\n") == printed.strip("\n")
 
 

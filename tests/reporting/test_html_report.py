@@ -135,9 +135,9 @@ def test_a_cell_file_that_holds_another_cell_is_refused(tmp_path, monkeypatch):
     path = provenance.cell_path(cfg.paths.grid, cell.task, cell.variant)
     path.parent.mkdir(parents=True)
     hostile = {"task": cell.task, "variant": "![l](../../../../etc/hostname)"}
-    path.write_text(json.dumps({**hostile, "params": provenance.cell_params(cfg)}))
+    path.write_text(json.dumps({**hostile, "params": provenance.cell_params(cfg, "grid")}))
     with pytest.raises(ConfigError, match=f"does not hold the grid cell {key}"):
-        provenance.grid_cells(cfg)
+        provenance.cell_documents(cfg, "grid")
 
 
 # The widest a table may be at a 1280 px wide window: the page's text column is 960.

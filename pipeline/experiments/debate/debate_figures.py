@@ -16,7 +16,7 @@ def main() -> None:
     cfg = load_params()  # reads the cells, computes nothing large
     from pipeline.experiments.debate.figures import debate_figures
 
-    cells = provenance.grid_cells(cfg, stage="debate")
+    cells = provenance.cell_documents(cfg, "debate")
     out = Path(cfg.paths.debate_figures)
     pngs = debate_figures([document for _, document in cells]) if cells else {}
     with provenance.publishing(cfg, "debate_figures"):

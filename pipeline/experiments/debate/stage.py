@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_params()
     check_memory(cfg)  # before any work: the largest stage of this config fits
     document = run_cell(cfg, task, variant)
-    document["params"] = provenance.cell_params(cfg, stage="debate")  # what readers check
+    document["params"] = provenance.cell_params(cfg, "debate")  # what readers check
     if load_params() != cfg:
         raise ConfigError("params.yaml changed while the debate cell ran: not publishing")
     write_json(provenance.cell_path(cfg.paths.debate, task, variant), document)

@@ -4,7 +4,7 @@ pipeline/config/battery.py, which every caller of the battery reads), their rang
 from __future__ import annotations
 
 from pipeline.config.battery import FaithfulnessConfig
-from pipeline.config.intervals import POSITIVE, at_least
+from pipeline.config.intervals import MAX_SEED, POSITIVE, at_least, check
 
 PATHS = {
     "faithfulness": "reports/faithfulness.json",
@@ -27,5 +27,15 @@ RELATIVE = {
 
 
 def check_settings(cfg) -> None:
-    """None across keys of its own: the re-drawn runs' offset is a seed, checked with the
-    seeds (pipeline/config/bounds.py), the ranges by RANGES."""
+    """The re-drawn runs' offset: run k of the randomisation test draws from
+    stream((data.seed + offset + k) mod 2**32), never a study run's."""
+    redraws = min(cfg.faithfulness.sanity_seeds, cfg.study.seeds)
+    offset = cfg.faithfulness.randomisation_offset
+    check(
+        cfg.study.seeds <= offset <= MAX_SEED - redraws,
+        "faithfulness.randomisation_offset",
+        f"must be an integer in {cfg.study.seeds}..{MAX_SEED - redraws} (study.seeds to "
+        f"2**32-1 - faithfulness.sanity_seeds): a re-drawn run k draws from "
+        "stream((data.seed + offset + k) mod 2**32), never a study run's",
+        offset,
+    )

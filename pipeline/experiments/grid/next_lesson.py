@@ -17,7 +17,7 @@ def main() -> None:
     cfg = load_params()  # reads the cells, computes nothing large
     from pipeline.experiments.grid.figures import next_lesson_figures
 
-    cells = provenance.grid_cells(cfg)
+    cells = provenance.cell_documents(cfg, "grid")
     pngs = next_lesson_figures(*experiments([document for _, document in cells]))
     out = Path(cfg.paths.next_lesson)
     with provenance.publishing(cfg, "next_lesson"):

@@ -11,8 +11,8 @@ from pipeline.config.schema import Config
 def read(cfg: Config) -> dict | None:
     """{"cells": each cell's document, "images": the figures as report.md links them};
     None where the config lists no cell or none has run. A missing or stale cell is
-    refused (`provenance.grid_cells`)."""
+    refused (`provenance.cell_documents`)."""
     if not provenance.any_cell_ran(cfg, "grid"):
         return None
-    cells = [document for _, document in provenance.grid_cells(cfg)]
+    cells = [document for _, document in provenance.cell_documents(cfg, "grid")]
     return {"cells": cells, "images": folder_images(cfg, cfg.paths.next_lesson)}

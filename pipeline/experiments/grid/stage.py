@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> None:
     cfg = load_params()
     check_memory(cfg)  # before any work: the largest stage of this config fits
     document = cell.run_cell(cfg, task, variant)
-    document["params"] = provenance.cell_params(cfg)  # what the readers check it against
+    document["params"] = provenance.cell_params(cfg, "grid")  # what the readers check it against
     if load_params() != cfg:
         raise ConfigError("params.yaml changed while the grid cell ran: not publishing")
     write_json(provenance.cell_path(cfg.paths.grid, task, variant), document)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.config.intervals import at_least
+from pipeline.config.intervals import MAX_SEED, at_least, check, last_run
 from pipeline.config.shards import shard_of
 
 PATHS = {
@@ -34,5 +34,14 @@ RELATIVE: dict[str, str] = {}
 
 
 def check_settings(cfg) -> None:
-    """study.shard: i/n over the study's chunks, or null (`shard_of`)."""
+    """study.seeds: every run k draws from stream(data.seed + k), in range; study.shard:
+    i/n over the study's chunks, or null (`shard_of`)."""
+    last = last_run(cfg)
+    check(
+        cfg.study.seeds <= last,
+        "study.seeds",
+        f"must be at most {last} (= {MAX_SEED} - data.seed): run k draws from "
+        f"stream(data.seed + k), and data.seed + k must stay in 0..{MAX_SEED}",
+        cfg.study.seeds,
+    )
     shard_of(cfg.study)

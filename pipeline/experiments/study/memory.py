@@ -9,5 +9,7 @@ from pipeline.memory.study import study_terms
 
 
 def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
-    """The study stage's terms, by its name in dvc.yaml."""
-    return {"study": [sequences_term(cfg), *study_terms(cfg, cfg.study.seeds, "study.seeds")]}
+    """The study stage's terms, by its name in dvc.yaml, and the report stage's read of
+    the study's per-example table."""
+    study = study_terms(cfg, cfg.study.seeds, "study.seeds")
+    return {"study": [sequences_term(cfg), *study], "report": [study[4]]}
