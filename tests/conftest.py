@@ -229,7 +229,8 @@ LONGEST_FIRST = [
     "test_ui.py",
     "test_cuda_check.py",
     "test_kernels.py",
-    "test_tracking.py",
+    "test_server.py",  # three slow tests, each starting PostgreSQL and mlflow server
+    "test_store.py",  # the longest fast-tier file of tests/tracking/
     "test_config.py",
     "test_report.py",
     "test_commands.py",

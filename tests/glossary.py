@@ -2,7 +2,7 @@
 
 No model kind pools this way (they are single-query and banded, pipeline/models);
 tests/models/test_attention.py checks these against torch and by hand, and
-tests/models/test_models.py checks the window kind against them.
+tests/models/test_window.py checks the window kind against them.
 """
 
 from __future__ import annotations

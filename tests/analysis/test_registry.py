@@ -55,7 +55,7 @@ def test_the_declarations_derive_every_table():
 
 
 def test_a_declared_metric_without_values_is_an_error_naming_it(monkeypatch, small_cfg):
-    from tests.models.test_models import small_set
+    from tests.models.helpers import small_set
 
     monkeypatch.setitem(measures.METRICS, TOY.key, TOY)  # declared, no @per_example
     (train_x, train_y), heldout = small_set()
@@ -150,7 +150,7 @@ def test_an_explainer_registered_in_a_test_is_scored_and_listed(monkeypatch):
     monkeypatch.setitem(explainers.EXPLAINERS, toy.key, first_channel)
     from pipeline.config import FaithfulnessConfig, ModelConfig
     from pipeline.models import interface
-    from tests.models.test_models import small_set
+    from tests.models.helpers import small_set
 
     _, (inputs, labels, marked) = small_set()
     params = interface.init_params(1, [1, 2], ModelConfig(), inputs.shape[1])

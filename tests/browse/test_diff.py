@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pipeline.browse import diff
 
 PARAMS = {"params.yaml": {"train.lr": {"old": 0.6, "new": 0.3, "diff": -0.3}}}
@@ -83,3 +85,9 @@ def test_nothing_changed_says_so(monkeypatch):
     monkeypatch.setattr(diff, "dvc", lambda *args: "")
     text = diff.report("HEAD", full=True)
     assert text.count("(none)") == 5
+
+
+def test_diff_refuses_its_out_file_in_one_line_before_computing(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        diff.main(["HEAD", "--out", "mlflow.db"])
+    assert str(exit_.value.code).startswith("error: --out mlflow.db: not written there (the store")

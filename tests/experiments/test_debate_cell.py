@@ -14,7 +14,7 @@ from pipeline.core import kinds, ranking
 from pipeline.core.errors import ConfigError, DivergenceError
 from pipeline.experiments.debate import cell as debate_cell
 from tests.conftest import small_overrides
-from tests.models.test_models import toy_kind
+from tests.models.helpers import toy_kind
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from pipeline.models.parameters import cat_runs, to_flat
 from pipeline.models.pooling import probability
 from pipeline.models.train import AUTOGRAD_BLOCK, surrogate_loss
 from pipeline.models.window_kernel import TILE
-from tests.models.test_models import F64, STEPS, random_inputs, random_params
+from tests.models.helpers import F64, STEPS, random_inputs, random_params
 
 RUNS = TILE + 5  # two tiles: a loss that reads `runs` sees each tile's own slice
 EXAMPLES = 9

@@ -19,7 +19,7 @@ import torch
 from pipeline.config import PROJECT_ROOT, ModelConfig
 from pipeline.models import cuda_launch, interface, train
 from pipeline.models.parameters import to_flat
-from tests.models.test_models import F64, STEPS, random_inputs, random_params, small_set
+from tests.models.helpers import F64, STEPS, random_inputs, random_params, small_set
 
 KINDS = [
     ModelConfig(),

@@ -213,3 +213,16 @@ def test_probability_clamps_logit():
     assert float(p[2]) == 0.5
     assert math.isclose(float(p[3]), 1 / (1 + math.exp(-2.0)), rel_tol=1e-15)
     assert float(p[4]) == 1 / (1 + math.exp(-30.0))
+
+
+def test_the_lesson_s_attend_is_its_forward():
+    """The contract's forward (the pooling every kind shares) and the lesson's own
+    order of operations compute the same model."""
+    params = random_params(3, seed=41)  # the lesson's own
+    inputs = random_inputs(5, STEPS, seed=42)
+    dropped = torch.eye(STEPS, dtype=torch.bool)[:, None, None, :]
+    for mask in (None, dropped):
+        logits, weights, _ = lesson_model.attend(params, inputs, mask)
+        want_logits, want_weights = lesson_model.forward(params, inputs, mask)
+        torch.testing.assert_close(logits, want_logits, rtol=1e-13, atol=1e-14)
+        torch.testing.assert_close(weights.squeeze(-2), want_weights, rtol=1e-13, atol=1e-15)

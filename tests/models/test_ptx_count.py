@@ -17,7 +17,7 @@ import torch
 
 from pipeline.models import cuda_check, cuda_launch, interface, ptx_count, train
 from pipeline.models.parameters import to_flat
-from tests.models.test_models import random_inputs
+from tests.models.helpers import random_inputs
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from pipeline.models import frames, interface, train
 from pipeline.models import lesson as lesson_model
 from pipeline.models.lesson import TrainingSet, logits_and_gradients
 from pipeline.models.parameters import Params, to_flat
+from tests.models.helpers import small_set
 
 CFG = ModelConfig()
 F64 = torch.float64
@@ -241,3 +242,27 @@ def test_surrogate_gradient_is_the_clamped_bce_gradient():
     torch.testing.assert_close(grad, (clamped - labels) / 4, rtol=1e-15, atol=0)
     # The clamp binds at -40 and 35: sigmoid(-30) - 1, not sigmoid(-40) - 1.
     assert float(grad[0, 0]) == (1 / (1 + math.exp(30.0)) - 1) / 4
+
+
+def test_batched_seeds_equal_seeds_alone_for_a_variant():
+    (train_x, train_y), _ = small_set()
+    cfg = ModelConfig(kind="window")
+    together, _ = train.train(
+        interface.init_params(4242, [1, 3], cfg, STEPS), train_x, train_y, 6, 0.6
+    )
+    for i, k in enumerate([1, 3]):
+        alone, _ = train.train(
+            interface.init_params(4242, [k], cfg, STEPS), train_x, train_y, 6, 0.6
+        )
+        torch.testing.assert_close(to_flat(alone)[0], to_flat(together)[i], rtol=1e-12, atol=1e-12)
+
+
+def test_blocks_on_threads_give_the_bytes_of_one_thread():
+    """A block's numbers do not depend on how many threads share the blocks."""
+    (train_x, train_y), _ = small_set()
+    cfg = ModelConfig(kind="multihead", heads=2)
+    params = interface.init_params(4242, list(range(1, 8)), cfg, STEPS)
+    step = interface.gradient_step(params, train_x, train_y)
+    one, _ = train.descend_blocks(params, step, train_y, 5, 0.6, 3, threads=1)
+    two, _ = train.descend_blocks(params, step, train_y, 5, 0.6, 3, threads=2)
+    assert torch.equal(to_flat(one), to_flat(two))

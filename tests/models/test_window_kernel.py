@@ -15,7 +15,7 @@ from pipeline.config import ModelConfig
 from pipeline.core.errors import DivergenceError
 from pipeline.models import interface, train, window, window_kernel
 from pipeline.models.parameters import to_flat
-from tests.models.test_models import F64, STEPS, random_inputs, random_params, small_set
+from tests.models.helpers import F64, STEPS, random_inputs, random_params, small_set
 
 CFG = ModelConfig(kind="window")
 THREADS = torch.get_num_threads()

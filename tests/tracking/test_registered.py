@@ -25,7 +25,7 @@ from pipeline.tracking import record, registered
 from pipeline.tracking import store as store_module
 from tests.conftest import GOLDEN_RUNS
 from tests.heldout_lesson import heldout_lesson
-from tests.tracking.test_tracking import committed_state
+from tests.tracking.helpers import committed_state
 
 NAME = "test"  # committed_state's experiment: the registered model's name too
 # The committed models' md5 in dvc.lock, as the track stage reads it.

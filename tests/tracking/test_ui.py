@@ -24,7 +24,7 @@ from scripts.mlflow_ui import (
     wait_for_gap_table,
 )
 from tests.conftest import assert_login_required, kill_group
-from tests.tracking.test_tracking import committed_state
+from tests.tracking.helpers import committed_state
 
 pytestmark = pytest.mark.slow
 
