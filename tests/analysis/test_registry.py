@@ -82,6 +82,7 @@ def project(tmp_path, monkeypatch, store) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow  # every stage end to end: the full tier
 def test_a_metric_registered_in_a_test_reaches_every_output(toy_metric, project, store):
     from mlflow.tracking import MlflowClient
 

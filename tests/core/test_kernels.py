@@ -79,6 +79,7 @@ def lesson_clone(tmp_path_factory):
     return clone_project(tmp_path_factory.mktemp("kernels") / "project")
 
 
+@pytest.mark.slow  # every stage end to end: the full tier
 @pytest.mark.parametrize("path", KERNEL_PATHS)
 def test_the_lesson_stages_give_the_committed_bytes_under_every_kernel_path(lesson_clone, path):
     """Full size: the data, the two trained runs, metrics.json, steps.csv, training.csv
@@ -117,6 +118,7 @@ print(hashlib.sha256(parquet_bytes(table) + document).hexdigest())
 """
 
 
+@pytest.mark.slow  # every stage end to end: the full tier
 def test_the_study_battery_and_grid_cells_agree_under_every_kernel_path():
     """Small settings: one digest of the study's seeds table and summary, the battery
     on its runs and three grid cells (window's compiled kernel, multihead, posenc)."""

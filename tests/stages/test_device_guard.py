@@ -70,6 +70,7 @@ def outputs() -> dict[str, tuple[dict[str, bytes], dict[str, bytes]]]:
     return {}
 
 
+@pytest.mark.slow  # every stage end to end: the full tier
 @pytest.mark.parametrize("group, name", stage_runs.CASES, ids=stage_runs.IDS)
 def test_device_guard_stage_on_cuda_writes_the_cpu_s_bytes(group, name, outputs):
     if group not in outputs:

@@ -77,6 +77,7 @@ def test_last_bit_numba_nudge_moves_the_window_kernel_outputs(monkeypatch):
     assert (weights != 1.0).all() and (np.abs(weights - 1.0) < 3e-16).all()
 
 
+@pytest.mark.slow  # every stage end to end: the full tier
 @pytest.mark.parametrize("group", sorted(GROUPS))
 def test_last_bit_every_stage_writes_the_same_bytes_under_a_nudge(group, cfg, monkeypatch):
     plain = GROUPS[group](cfg)
