@@ -226,6 +226,8 @@ LONGEST_FIRST = [
     "test_pipeline_dvc.py",
     "test_sweep.py",
     "test_memory.py",
+    "test_last_bit.py",  # every computing stage twice, once nudged
+    "test_device_guard.py",  # every computing stage on the emulated device
     "test_ui.py",
     "test_cuda_check.py",
     "test_kernels.py",
