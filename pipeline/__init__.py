@@ -1,4 +1,9 @@
-"""Do attention weights explain the model? The lesson's pipeline as a package."""
+"""Do attention weights explain the model? The lesson's pipeline as a package.
+
+Importing it sets the process's numeric environment, on purpose: the kernel paths and
+the threads' wait policy must be fixed before torch or numba load, in every entry
+point (a stage, an app, a test, a notebook), or the bytes of an output could follow
+the CPU."""
 
 import os
 
@@ -7,9 +12,8 @@ from pipeline.core import numerics
 # Before anything imports torch or numba: the same kernel paths on every CPU.
 numerics.pin()
 
-# OpenMP threads that spin while waiting turn a busy 2-core machine into a 20x
-# slowdown of torch's many small batched ops (measured: a 500-seed study took
-# 186 s with spinning, 10 s without). Waiting passively costs the wake-ups of many
+# OpenMP threads that spin while waiting turn a busy 2-core machine into a many-fold
+# slowdown of torch's many small batched ops (docs/speed.md). Waiting passively costs the wake-ups of many
 # small parallel ops, so training's small blocks run on threads of our own instead
 # (pipeline/models/threads.py). Set before torch is first imported; a user's own
 # OMP_WAIT_POLICY wins.
