@@ -47,8 +47,10 @@ INVALID = [
 
 
 def test_conf_composes_to_the_schemas_defaults(default_cfg):
-    """conf/ and the dataclasses declare the same defaults; the golden tests pin
-    that these are the lesson's."""
+    """conf/ composes to the schema's defaults: the files are written from it, and
+    conf/config.yaml's defaults list, written by hand, picks for model and task the
+    option of the dataclass's own kind. The golden tests pin that these are the
+    lesson's."""
     assert default_cfg == Config()
 
 
@@ -192,14 +194,18 @@ def test_largest_allowed_epochs_pass():
 
 
 def broken_conf(tmp_path, name: str = "train/lesson.yaml"):
-    """A copy of conf/ whose `name` has a YAML syntax error on line 6."""
-    import shutil
-
+    """A copy of conf/ whose `name` has a YAML syntax error at its end, found on the
+    line `broken_line` gives."""
     conf = tmp_path / "conf"
     shutil.copytree(PROJECT_ROOT / "conf", conf)
     with (conf / name).open("a") as handle:
         handle.write("lr: [0.6\nepochs: 200\n")
     return conf
+
+
+def broken_line(name: str = "train/lesson.yaml") -> int:
+    """The line where the parser finds broken_conf's error: the second one appended."""
+    return (PROJECT_ROOT / "conf" / name).read_text().count("\n") + 2
 
 
 def test_invalid_yaml_in_conf_names_file_line_and_column(tmp_path):
@@ -209,14 +215,12 @@ def test_invalid_yaml_in_conf_names_file_line_and_column(tmp_path):
     with pytest.raises(ConfigError) as err:
         check_conf_yaml(broken_conf(tmp_path))
     text = str(err.value)
-    assert "train/lesson.yaml line 7 column 7: expected ',' or ']'" in text
+    assert f"train/lesson.yaml line {broken_line()} column 7: expected ',' or ']'" in text
     assert "\n" not in text
 
 
 @pytest.mark.parametrize("module", ["pipeline.params", "pipeline.run", "pipeline.study"])
 def test_invalid_yaml_in_conf_is_one_line_from_the_commands(tmp_path, module):
-    import shutil
-
     project = tmp_path / "project"
     shutil.copytree(PROJECT_ROOT / "pipeline", project / "pipeline")
     broken_conf(project)
@@ -225,7 +229,9 @@ def test_invalid_yaml_in_conf_is_one_line_from_the_commands(tmp_path, module):
         [sys.executable, "-m", module, *hydra_dir], cwd=project, capture_output=True, text=True
     )
     assert result.returncode == 1
-    assert result.stderr.startswith("error: invalid YAML in conf/train/lesson.yaml line 7 column 7")
+    assert result.stderr.startswith(
+        f"error: invalid YAML in conf/train/lesson.yaml line {broken_line()} column 7"
+    )
     assert result.stderr.count("\n") == 1, result.stderr
     assert not (project / "params.yaml").exists()
     assert not (tmp_path / "run").exists()
@@ -843,9 +849,10 @@ def test_a_refused_exp_run_value_puts_params_yaml_back_as_it_was(override, tmp_p
 
 
 def test_conf_holds_the_experiments_parts_as_their_settings_write_them():
-    """Each experiment's defaults are written once, in its Settings: conf/<name>/lesson.yaml
-    and its lines of conf/config.yaml are what `python -m pipeline.params --defaults`
-    writes from them."""
+    """Each default is written once, in code: every file of conf/ the command writes
+    (the base groups' options from schema.py, each model kind's and task's from its
+    module, each experiment's conf/<name>/lesson.yaml from its Settings, and conf/config.yaml's
+    paths and experiments' lines) is what `python -m pipeline.params --defaults` writes."""
     from pipeline.config.conf_files import written
 
     for path, text in written(CONF_DIR).items():
