@@ -230,7 +230,7 @@ LONGEST_FIRST = [
     "test_cuda_check.py",
     "test_kernels.py",
     "test_tracking.py",
-    "test_config.py",
+    "test_load.py",
     "test_report.py",
     "test_commands.py",
     "test_stages.py",
