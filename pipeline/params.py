@@ -6,9 +6,11 @@ in .dvc/config) but `dvc repro` does not, so after editing conf/ run this, then
 OmegaConf.to_yaml. dvc.yaml's experiment stages come from their folders, and each
 stage's code deps follow its imports (pipeline/stages/dvc_yaml.py).
 
-`python -m pipeline.params --defaults` first writes conf/'s experiment parts from
-their Settings (pipeline/config/conf_files.py): after adding an experiment or
-changing a default, not after editing conf/ (it would put the defaults back).
+`python -m pipeline.params --defaults` first writes conf/ from the defaults in the
+code: the schema's dataclasses, the model kinds' and tasks' modules, the experiments'
+Settings (pipeline/config/conf_files.py). Run it after adding a plug-in or an
+experiment or changing a default, not after editing conf/ (it would put the defaults
+back).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def main(path: Path = PROJECT_ROOT / PARAMS_FILE, argv: list[str] | None = None)
     parser.add_argument(
         "--defaults",
         action="store_true",
-        help="first write conf/'s experiment parts from their Settings (puts the defaults back)",
+        help="first write conf/ from the defaults in the code (puts the defaults back)",
     )
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     if args.defaults:

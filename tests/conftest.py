@@ -233,7 +233,7 @@ LONGEST_FIRST = [
     "test_kernels.py",
     "test_server.py",  # three slow tests, each starting PostgreSQL and mlflow server
     "test_store.py",  # the longest fast-tier file of tests/tracking/
-    "test_config.py",
+    "test_load.py",
     "test_report.py",
     "test_commands.py",
     "test_stages.py",

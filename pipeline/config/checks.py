@@ -14,7 +14,6 @@ import functools
 from dataclasses import fields, is_dataclass
 from typing import Any, get_args, get_origin, get_type_hints
 
-import yaml
 from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
@@ -22,7 +21,6 @@ from pipeline.config.bounds import check, check_generate_memory, check_integers,
 from pipeline.config.outputs import check_paths
 from pipeline.config.ranges import allowed, check_ranges
 from pipeline.config.schema import (
-    CONF_DIR,
     DEVICES,
     DTYPES,
     MAX_CURVE_ROWS,
@@ -30,16 +28,15 @@ from pipeline.config.schema import (
     Config,
 )
 from pipeline.core.errors import ConfigError
-from pipeline.core.kinds import EXPERIMENTS, MODEL_KINDS, TASKS, experiment_part
+from pipeline.core.kinds import EXPERIMENTS, MODEL_KINDS, TASKS, declared, experiment_part
 
 
 @functools.cache
 def own_keys(kind: str) -> frozenset[str]:
-    """The model.* keys a kind's YAML sets (conf/model/<kind>.yaml): the keys it reads,
-    checked for that kind alone (model.window bounds data.steps for window only)."""
-    path = CONF_DIR / "model" / f"{kind}.yaml"
-    document = yaml.safe_load(path.read_text()) if path.exists() else None
-    return frozenset(document or {}) - {"defaults", "kind"}
+    """The model.* keys a kind alone reads (its module's OWN_KEYS, read without importing
+    it), checked for that kind alone (model.window bounds data.steps for window only)."""
+    module = MODEL_KINDS.get(kind)
+    return frozenset(declared(module).get("OWN_KEYS", ()) if module else ())
 
 
 def _check_values(cfg: Config) -> None:

@@ -1,12 +1,24 @@
-"""conf/'s experiment parts, written from the experiments' config modules, so that each
-default is written once, in its `Settings` dataclass.
+"""conf/, written from the code that declares each default, so that each default is
+written once.
 
-`python -m pipeline.params --defaults` writes, for each experiment of
-pipeline/core/kinds.py's EXPERIMENTS, conf/<name>/lesson.yaml (its Settings' defaults,
-with the class docstring and the fields' comments as YAML comments) and the
-experiments' lines of conf/config.yaml (its defaults list and its paths, between
-marker comments). conf/ stays plain YAML, since DVC composes it without importing
-pipeline/; a test checks that the committed files are what this writes.
+`python -m pipeline.params --defaults` writes
+
+- each base group's option that conf/config.yaml's defaults list picks
+  (conf/data/lesson.yaml, conf/train/lesson.yaml, conf/eval/lesson.yaml,
+  conf/tracking/local.yaml) from its dataclass in pipeline/config/schema.py;
+- every option of the plug-in groups, model and task: one per module of the group's
+  registry in pipeline/core/kinds.py (conf/model/<kind>.yaml, conf/task/<kind>.yaml),
+  from the module and the group's dataclass (`plug_in_yaml`);
+- for each experiment of the registry's EXPERIMENTS, conf/<name>/lesson.yaml from its
+  Settings;
+- conf/config.yaml's paths (schema.py's BasePaths, each experiment's PATHS between
+  marker comments, then StatePaths) and its experiments' lines of the defaults list
+  (between marker comments).
+
+A dataclass's docstring and its fields' comments become the YAML's comments. The rest
+of conf/config.yaml (the base groups' picks, Hydra's settings) is written by hand.
+conf/ stays plain YAML, since DVC composes it without importing pipeline/; a test
+checks that the committed files are what this writes.
 """
 
 from __future__ import annotations
@@ -19,21 +31,30 @@ import textwrap
 import tokenize
 from dataclasses import MISSING, fields
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import yaml
 
-from pipeline.core.kinds import EXPERIMENTS, experiment_part
+from pipeline.config.schema import BasePaths, Config, StatePaths
+from pipeline.core.kinds import EXPERIMENTS, MODEL_KINDS, TASKS, declared, experiment_part
 
 OPTION = "lesson"  # each experiment group's one option: the lesson's settings
 BEGIN, END = "# experiments: begin", "# experiments: end"
 NOTE = "written by `python -m pipeline.params --defaults`"
+# The groups with one option per plug-in module, by the registry that names them.
+PLUG_INS: dict[str, dict[str, str | ModuleType]] = {"model": MODEL_KINDS, "task": TASKS}
 
 
 def default_of(item: Any) -> Any:
     """A dataclass field's default value, through its factory where it has one."""
     value = item.default_factory() if item.default is MISSING else item.default
     return to_plain(value)
+
+
+def defaults(settings: type) -> dict[str, Any]:
+    """Every field's default, in the dataclass's order."""
+    return {item.name: default_of(item) for item in fields(settings)}
 
 
 def to_plain(value: Any) -> Any:
@@ -47,9 +68,19 @@ def to_plain(value: Any) -> Any:
     return value
 
 
+def class_source(settings: type) -> str:
+    return textwrap.dedent(inspect.getsource(settings))
+
+
+def docstring(settings: type) -> str:
+    """The class's own docstring, "" where it has none (a dataclass's `__doc__` is then
+    its signature)."""
+    return ast.get_docstring(ast.parse(class_source(settings)).body[0]) or ""
+
+
 def field_comments(settings: type) -> dict[str, tuple[list[str], str]]:
     """Each field's comment lines above it and its trailing comment, from the source."""
-    source = textwrap.dedent(inspect.getsource(settings))
+    source = class_source(settings)
     comments = {
         token.start[0]: (token.string.removeprefix("#").strip(), token.line.lstrip()[0] == "#")
         for token in tokenize.generate_tokens(io.StringIO(source).readline)
@@ -79,20 +110,69 @@ def field_yaml(name: str, value: Any) -> str:
     return f"{name}: {text.split(chr(10) + '...')[0].strip()}"
 
 
-def settings_yaml(settings: type) -> str:
-    """conf/<name>/lesson.yaml: the docstring as a header, then each field's default,
-    its comments kept."""
-    header = inspect.cleandoc(settings.__doc__ or "").splitlines()
-    lines = [f"# {line}".rstrip() for line in header]
+def comment_lines(text: str) -> list[str]:
+    """`text` as YAML comment lines."""
+    return [f"# {line}".rstrip() for line in inspect.cleandoc(text).splitlines()]
+
+
+def fields_lines(settings: type, values: dict[str, Any]) -> list[str]:
+    """`values` (some of the dataclass's fields, in its order) as YAML lines, each
+    field's comments kept."""
     comments = field_comments(settings)
-    for item in fields(settings):
-        above, trailing = comments.get(item.name, ([], ""))
+    lines = []
+    for name, value in values.items():
+        above, trailing = comments.get(name, ([], ""))
         lines += [f"# {comment}" for comment in above]
-        text = field_yaml(item.name, default_of(item))
-        first, *rest = text.split("\n")
+        first, *rest = field_yaml(name, value).split("\n")
         lines.append(f"{first}  # {trailing}" if trailing else first)
         lines += rest
+    return lines
+
+
+def settings_yaml(settings: type) -> str:
+    """A group's option (conf/<name>/lesson.yaml): the docstring as a header, then each
+    field's default, its comments kept."""
+    lines = comment_lines(docstring(settings)) + fields_lines(settings, defaults(settings))
     return "\n".join(lines) + "\n"
+
+
+def plug_in_yaml(settings: type, registry: dict[str, str | ModuleType]) -> dict[str, str]:
+    """A plug-in group's options (model, task), by kind: the module's docstring's first
+    paragraph and its file as the header, then `kind` and the keys the kind alone reads
+    (the module's OWN_KEYS) at the dataclass's defaults. The option of the dataclass's
+    own kind sets every key that no kind owns too; every other option builds on it (a
+    defaults list) where it sets any key but `kind`."""
+    values = defaults(settings)
+    modules = {kind: declared(module) for kind, module in registry.items()}
+    owned = {kind: set(module.get("OWN_KEYS", ())) for kind, module in modules.items()}
+    shared = set(values) - set().union(*owned.values())
+    base = values["kind"]
+    options = {}
+    for kind, module in modules.items():
+        keys = {"kind", *owned[kind], *(shared if kind == base else ())}
+        summary = inspect.cleandoc(module.get("__doc__") or "").split("\n\n")[0]
+        lines = [*comment_lines(summary), f"# ({module['__name__'].replace('.', '/')}.py)"]
+        if kind != base and shared - {"kind"}:
+            lines += ["defaults:", f"  - {base}", "  - _self_"]
+        chosen = {key: value for key, value in values.items() if key in keys} | {"kind": kind}
+        options[kind] = "\n".join(lines + fields_lines(settings, chosen)) + "\n"
+    return options
+
+
+def base_files(conf_dir: Path, config_text: str) -> dict[Path, str]:
+    """The base groups' options: every option of a plug-in group, and for each other
+    group the option that conf/config.yaml's defaults list (`config_text`) picks."""
+    groups = {item.name: item.type for item in fields(Config)}
+    files = {
+        conf_dir / group / f"{kind}.yaml": text
+        for group, registry in PLUG_INS.items()
+        for kind, text in plug_in_yaml(groups[group], registry).items()
+    }
+    for entry in yaml.safe_load(config_text)["defaults"]:
+        for group, option in entry.items() if isinstance(entry, dict) else ():
+            if group in groups and group not in PLUG_INS and group not in EXPERIMENTS:
+                files[conf_dir / group / f"{option}.yaml"] = settings_yaml(groups[group])
+    return files
 
 
 def marked_block(text: str, indent: str, entries: list[str], where: str) -> str:
@@ -110,14 +190,23 @@ def marked_block(text: str, indent: str, entries: list[str], where: str) -> str:
 
 
 def config_yaml(text: str) -> str:
-    """conf/config.yaml with its experiments' defaults and paths lines written."""
+    """conf/config.yaml with its experiments' defaults lines and its paths written."""
     configs = {name: experiment_part(name, "config") for name in EXPERIMENTS}
-    head, paths = text.split("\npaths:\n", 1)
+    head, rest = text.split("\npaths:\n", 1)
     head = marked_block(head + "\n", "  ", [f"- {name}: {OPTION}" for name in configs], "defaults")
-    entries = [
+    experiments = [
         f"{key}: {path}" for config in configs.values() for key, path in config.PATHS.items()
     ]
-    return head.removesuffix("\n") + "\npaths:\n" + marked_block(paths, "  ", entries, "paths")
+    lines = [
+        *fields_lines(BasePaths, defaults(BasePaths)),
+        f"{BEGIN} ({NOTE})",
+        *experiments,
+        END,
+        *fields_lines(StatePaths, defaults(StatePaths)),
+    ]
+    paths = "".join(f"  {line}\n" for line in lines)
+    end = re.match(r"(?:  .*\n)*", rest).end()  # the paths' lines, indented
+    return head.removesuffix("\n") + "\npaths:\n" + paths + rest[end:]
 
 
 def written(conf_dir: Path) -> dict[Path, str]:
@@ -128,4 +217,5 @@ def written(conf_dir: Path) -> dict[Path, str]:
     }
     config = conf_dir / "config.yaml"
     files[config] = config_yaml(config.read_text())
+    files.update(base_files(conf_dir, files[config]))
     return files

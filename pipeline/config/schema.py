@@ -1,15 +1,15 @@
 """The schema of conf/ and params.yaml: one dataclass per config group, and the
 constants that bound their values. Every default is declared once: here, or for an
 experiment's group in its own config module (pipeline/experiments/<name>/config.py,
-found through pipeline/core/kinds.py's EXPERIMENTS). tests/config/test_config.py checks that
-conf/ composes to exactly these values and that params.yaml is what
-`python -m pipeline.params` writes from conf/.
+found through pipeline/core/kinds.py's EXPERIMENTS). `python -m pipeline.params
+--defaults` writes conf/ from them, each field's comments kept
+(pipeline/config/conf_files.py), and params.yaml is Hydra's compose of conf/.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field, make_dataclass
+from dataclasses import dataclass, field, fields, make_dataclass
 from typing import Any
 
 from pipeline.config.battery import FaithfulnessConfig  # noqa: F401 (pipeline.config's name)
@@ -49,9 +49,10 @@ class DataConfig:
     seed: int = 20260218
     sequences: int = 720
     steps: int = 12
+    # train, validation (unused by the lesson), held-out
     split: list[int] = field(default_factory=lambda: [360, 180, 180])
     threshold: float = 0.35
-    first_marked_step: int = 2
+    first_marked_step: int = 2  # the marked step is drawn from first_marked_step..steps-1
 
 
 @dataclass
@@ -64,8 +65,9 @@ class TaskConfig:
 
 @dataclass
 class ModelConfig:
-    """The classifier. `kind` picks the module (pipeline/models/, one per kind); `heads` is read by
-    multihead, `positional` by posenc and `window` by window only."""
+    """The classifier. `kind` picks the module (pipeline/models/, one per kind); a key
+    that one kind alone reads (`heads`, `positional`, `window`) is in its module's
+    OWN_KEYS."""
 
     kind: str = "lesson"
     d_k: int = 3
@@ -78,11 +80,12 @@ class ModelConfig:
 
 @dataclass
 class TrainConfig:
+    # run k starts from stream(data.seed + k)
     seeds: list[int] = field(default_factory=lambda: [1, 2])
     epochs: int = 200
     lr: float = 0.6
-    device: str = "auto"
-    dtype: str = "float64"
+    device: str = "auto"  # auto | cpu | cuda
+    dtype: str = "float64"  # float64 | float32
 
 
 @dataclass
@@ -94,10 +97,11 @@ class EvalConfig:
 @dataclass
 class TrackingConfig:
     enabled: bool = True
-    uri: str | None = None
+    uri: str | None = None  # null: sqlite:///<project root>/mlflow.db
     experiment: str = "attention-faithfulness"
 
 
+# paths.*: the lesson's outputs, then each experiment's (its PATHS), then StatePaths.
 @dataclass
 class BasePaths:
     sequences: str = "data/sequences.parquet"
@@ -107,12 +111,18 @@ class BasePaths:
     metrics: str = "reports/metrics.json"
     step_table: str = "reports/steps.csv"
     report: str = "reports/report.md"
-    report_html: str = "reports/report.html"  # report.md with its figures embedded
-    headline: str = "reports/headline.json"
+    report_html: str = "reports/report.html"  # the same page, figures embedded: open in a browser
+    headline: str = "reports/headline.json"  # the few numbers `dvc metrics show` lists
     figures: str = "reports/figures"
     step_weights: str = "reports/step_weights.csv"
+    # <stage>.json: the params and output hashes of its last run
     provenance: str = "reports/provenance"
-    tracked_state: str = ".mlflow-state.json"
+
+
+# paths.* that name no output: after the experiments' outputs in conf/config.yaml.
+@dataclass
+class StatePaths:
+    tracked_state: str = ".mlflow-state.json"  # git-ignored: a fresh clone's repro logs to MLflow
 
 
 def _experiment_settings() -> dict[str, Any]:
@@ -120,14 +130,18 @@ def _experiment_settings() -> dict[str, Any]:
     return {name: experiment_part(name, "config") for name in EXPERIMENTS}
 
 
-# An experiment's settings are its own group; its outputs' paths are under paths.
+# An experiment's settings are its own group; its outputs' paths are under paths,
+# in conf/config.yaml's order (which params.yaml keeps).
 _EXPERIMENTS = _experiment_settings()
 PathsConfig = make_dataclass(
     "PathsConfig",
     [
-        (key, str, field(default=path))
-        for config in _EXPERIMENTS.values()
-        for key, path in config.PATHS.items()
+        *(
+            (key, str, field(default=path))
+            for config in _EXPERIMENTS.values()
+            for key, path in config.PATHS.items()
+        ),
+        *((item.name, item.type, field(default=item.default)) for item in fields(StatePaths)),
     ],
     bases=(BasePaths,),
 )

@@ -5,17 +5,21 @@ Torch-free and importing nothing of the project, so that the config checks a nam
 (pipeline/config/checks.py) without loading a model, and the generate stage, which
 only labels sequences, does not depend on pipeline/models/. The modules are
 imported on use: `pipeline.models.kind_module`, `pipeline.tasks.task_module`,
-`experiment_part`. A test registers a toy kind, task or experiment with
-`register_model`, `register_task` or `register_experiment`.
+`experiment_part`; `declared` reads what a plug-in module declares without importing
+it. A test registers a toy kind, task or experiment with `register_model`,
+`register_task` or `register_experiment`.
 """
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import importlib
 import importlib.util
 import pkgutil
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 MODEL_KINDS: dict[str, str | ModuleType] = {
     kind: f"pipeline.models.{kind}" for kind in ("lesson", "sink", "multihead", "posenc", "window")
@@ -65,6 +69,32 @@ def register_model(kind: str, module: str | ModuleType, pooling: bool = False) -
 def register_task(kind: str, module: str | ModuleType) -> None:
     """Make `module` (a module or its import path) the task `kind`."""
     TASKS[kind] = module
+
+
+def declared(module: str | ModuleType) -> dict[str, Any]:
+    """What a plug-in module (a registry's entry) declares at its top: its `__doc__`,
+    its `__name__` and each constant written as a literal (a model kind's `OWN_KEYS`),
+    read from its source without importing it where it is not a module already: a
+    model kind imports torch, and the config checks and conf/'s writer do not."""
+    if isinstance(module, ModuleType):
+        return vars(module)
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        raise ModuleNotFoundError(f"no module {module}")
+    tree = ast.parse(Path(spec.origin).read_text())
+    found: dict[str, Any] = {"__doc__": ast.get_docstring(tree), "__name__": module}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            target, value = node.target, node.value
+        else:
+            continue
+        # a value that is no literal is an expression the module computes: left out
+        if isinstance(target, ast.Name):
+            with contextlib.suppress(TypeError, ValueError):
+                found[target.id] = ast.literal_eval(value)
+    return found
 
 
 # The experiments (pipeline/experiments/<name>/, docs/architecture.md), in the order

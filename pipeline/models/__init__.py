@@ -6,8 +6,9 @@ pipeline/models/kind.py. pipeline/models/interface.py is what the rest of the
 pipeline calls; nothing else looks at the kind.
 
 A kind's name is registered in pipeline/core/kinds.py (torch-free, where the config
-checks `model.kind`); a new kind is one module, its name there, and one YAML in
-conf/model/. A test registers a toy kind with `kinds.register_model`.
+checks `model.kind`); a new kind is one module and its name there, and `python -m
+pipeline.params --defaults` writes its option conf/model/<kind>.yaml. A test
+registers a toy kind with `kinds.register_model`.
 """
 
 from __future__ import annotations

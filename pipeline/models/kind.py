@@ -35,6 +35,13 @@ replaces the default below:
 - `randomisation_groups(cfg)`: its parameters in groups from the output side
   inwards, the sanity checks' cascade (by default the lesson's readout, values,
   keys; every parameter of the layout in exactly one group).
+
+Besides its functions a module may declare `OWN_KEYS`, a tuple written as a literal:
+the model.* keys it alone reads (multihead's `heads`). By default none. Its option
+conf/model/<kind>.yaml sets them at ModelConfig's defaults (pipeline/config/conf_files.py,
+with the module's docstring as its header), and the config checks them for this kind
+alone (pipeline/config/checks.py); both read it without importing the module
+(`pipeline.core.kinds.declared`).
 """
 
 from __future__ import annotations

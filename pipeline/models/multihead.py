@@ -24,6 +24,8 @@ from pipeline.models.pooling import (
 )
 from pipeline.models.pooling import attend as pool
 
+OWN_KEYS = ("heads",)  # the model.* key this kind alone reads (kind.py)
+
 
 def layout(cfg: ModelConfig, steps: int) -> Layout:
     h, d_k, d_v = cfg.heads, cfg.d_k, cfg.d_v

@@ -32,6 +32,8 @@ from pipeline.models.pooling_gradients import (
     runs_last_gradients,
 )
 
+OWN_KEYS = ("positional",)  # the model.* key this kind alone reads (kind.py)
+
 # Runs per pass of training on the CPU (pipeline/models/pooling_gradients.py):
 # a pass's (N, T, heads, runs) temporaries stay in cache (sized on the 2-core
 # machine: docs/speed.md).

@@ -45,6 +45,8 @@ from pipeline.models.pooling import (
 from pipeline.models.pooling_gradients import loss_head, one_head_weights
 from pipeline.models.threads import available
 
+OWN_KEYS = ("window",)  # the model.* key this kind alone reads (kind.py)
+
 # Runs per training pass of the compiled kernel (the fused step's and autograd's): it
 # keeps no (N, T, runs) intermediates (it tiles its work itself), and each pass costs
 # a fixed Python overhead (docs/speed.md): larger passes than `train.AUTOGRAD_BLOCK`.

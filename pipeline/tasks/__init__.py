@@ -27,9 +27,10 @@ offers, without torch:
   section (the default: "order");
 - a docstring with the rule, its rationale and which faithfulness metrics apply.
 
-A new task is one module here and one YAML in conf/task/; `python -m pipeline.params
---defaults` writes its cells into conf/grid/lesson.yaml, and conf/debate/lesson.yaml
-where it has debate cells.
+A new task is one module here; `python -m pipeline.params --defaults` writes its
+option conf/task/<kind>.yaml (the docstring's first paragraph its header) and its
+cells into conf/grid/lesson.yaml, and conf/debate/lesson.yaml where it has debate
+cells.
 """
 
 from __future__ import annotations

@@ -4,11 +4,7 @@ all before torch loads (issues 49, 52 and 53 of the fourth battery)."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from dataclasses import fields, is_dataclass
-from pathlib import Path
 
 import pytest
 import yaml
@@ -16,17 +12,9 @@ import yaml
 from pipeline.config import PROJECT_ROOT, Config, compose, validate
 from pipeline.config.bounds import SEED_KEYS, value_at
 from pipeline.config.load import composed_yaml
-from pipeline.core.errors import ConfigError
+from tests.config.refused import refusal, with_importtime
 
 HUGE = 10**30
-
-
-def refusal(overrides: list[str]) -> str:
-    with pytest.raises(ConfigError) as err:
-        validate(compose(overrides))
-    text = str(err.value)
-    assert "\n" not in text, text
-    return text
 
 
 def schema_keys(node: object = Config(), prefix: str = ""):
@@ -129,23 +117,6 @@ def test_the_generate_stage_refuses_it_before_writing(tmp_path, monkeypatch, run
     assert stderr.count("\n") == 1 and not (tmp_path / "data").exists()
 
 
-def with_importtime(command: list[str], cwd: Path) -> tuple[int, list[str], list[str]]:
-    """`command` under `python -X importtime`: its exit code, the modules it imported,
-    and the other lines of its stderr."""
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}  # this checkout's, from any folder
-    result = subprocess.run(
-        [sys.executable, "-X", "importtime", *command],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,  # keeps a hang (the old anchor bomb) from stalling the suite
-    )
-    lines = result.stderr.splitlines()
-    imported = [line.rsplit("|", 1)[-1].strip() for line in lines if line.startswith("import time")]
-    return result.returncode, imported, [line for line in lines if not line.startswith("import")]
-
-
 def test_a_huge_integer_is_refused_by_a_stage_before_torch_loads(tmp_path):
     """Issue 52, case 2: refused in one line, but only after the stage's start-up."""
     params = yaml.safe_load(composed_yaml())
@@ -180,3 +151,72 @@ def test_a_huge_integer_is_refused_by_the_hydra_apps_before_torch_loads(tmp_path
         "(2**32-1)"
     ]
     assert "torch" not in imported
+
+
+SEED_RANGE = "must be an integer in 0..4294967295"
+
+
+BAD_SEEDS = [
+    ("train.seeds=[-1,2]", "train.seeds=[-1, 2]: each seed must be an integer in 0..4274707077"),
+    (
+        "train.seeds=[1,99999999999999999999]",
+        "train.seeds=[1, 99999999999999999999]: each seed must be an integer in 0..",
+    ),
+    ("train.seeds=[4274707078]", "train.seeds=[4274707078]: each seed must be"),
+    (
+        "study.bootstrap_seed=18446744073709551616",
+        f"study.bootstrap_seed=18446744073709551616: {SEED_RANGE}",
+    ),
+    ("study.bootstrap_seed=-1", f"study.bootstrap_seed=-1: {SEED_RANGE}"),
+    ("faithfulness.order_seed=4294967296", f"faithfulness.order_seed=4294967296: {SEED_RANGE}"),
+    ("data.seed=-1", f"data.seed=-1: {SEED_RANGE}"),
+    ("data.seed=4294967296", f"data.seed=4294967296: {SEED_RANGE}"),
+    ("data.seed=4294967295", "train.seeds=[1, 2]: each seed must be an integer in 0..0 "),
+    ("data.seed=4294967000", "study.seeds=1000: must be at most 295 "),
+    ("data.seed=1e20", "data.seed: Value '1e+20' of type 'float' could not be converted"),
+    ("train.seeds=[1,1e20]", "train.seeds[1]: Value '1e+20'"),
+    ("study.bootstrap_seed=abc", "study.bootstrap_seed: Value 'abc'"),
+    ("faithfulness.label_seed=-1", f"faithfulness.label_seed=-1: {SEED_RANGE}"),
+]
+
+
+@pytest.mark.parametrize(("override", "message"), BAD_SEEDS)
+def test_seeds_out_of_range_are_refused_up_front(override, message):
+    text = refusal([override])
+    assert text.startswith(f"invalid config value {message}"), text
+    assert "0..4294967295" in text and "\n" not in text
+
+
+def test_seeds_at_the_ends_of_the_range_pass():
+    cfg = validate(
+        compose(
+            [
+                "data.seed=0",
+                "train.seeds=[0,4294967295]",
+                "study.bootstrap_seed=4294967295",
+                "faithfulness.order_seed=4294967295",
+            ]
+        )
+    )
+    assert cfg.train.seeds == [0, 2**32 - 1]
+    cfg = validate(compose(["data.seed=4294966295", "train.seeds=[1000]", "study.seeds=1000"]))
+    assert cfg.data.seed + max(cfg.train.seeds) == 2**32 - 1
+    offset = 2**32 - 1 - cfg.faithfulness.sanity_seeds  # the re-draws wrap, past the study's
+    assert validate(compose([f"faithfulness.randomisation_offset={offset}"]))
+
+
+def test_re_draws_that_would_repeat_a_study_run_s_init_are_refused():
+    text = refusal(["faithfulness.randomisation_offset=999"])
+    assert text.startswith(
+        "invalid config value faithfulness.randomisation_offset=999: must be an integer in "
+        "1000..4294967195 (study.seeds to 2**32-1 - faithfulness.sanity_seeds): a re-drawn "
+        "run k draws from stream((data.seed + offset + k) mod 2**32), never a study run's"
+    ), text
+    assert "sanity_seeds=1: must be an integer >= 2" in refusal(["faithfulness.sanity_seeds=1"])
+    assert "robustness_samples=0: must be an integer >= 1" in refusal(
+        ["faithfulness.robustness_samples=0"]
+    )
+    for radius in ("0.0", "-0.1", "inf"):
+        text = refusal([f"faithfulness.robustness_radius={radius}"])
+        assert text.startswith(f"invalid config value faithfulness.robustness_radius={radius}")
+        assert "must be a finite number" in text

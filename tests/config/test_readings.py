@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+import shutil
 
 import pytest
 
-from pipeline.config import PROJECT_ROOT
+from pipeline.config import CONF_DIR, PARAMS_FILE, PROJECT_ROOT, load_params
+from pipeline.config.load import composed_yaml
 from pipeline.config.readings import first_difference, yaml_1_1, yaml_1_2
+from pipeline.core.errors import ConfigError
 
 SCALARS = [
     "040", "020", "0o17", "yes", "No", "on", "OFF", "y", "1_000", "1:30", "190:20:30.15",
@@ -53,3 +56,44 @@ def test_the_committed_params_and_conf_read_alike():
 def test_a_key_read_apart_is_found_with_its_path():
     text = "a:\n  b: [1, 2]\n  on: 3\n"
     assert first_difference(yaml_1_1(text), yaml_1_2(text)) == (("a", True), True, "on", True)
+
+
+@pytest.mark.parametrize(
+    ("line", "written", "key", "stages", "dvc"),
+    [
+        ("abstraction:\n  seeds: 20\n", "020", "abstraction.seeds", "16", "20"),
+        ("data:\n  seed: 20260218\n", "040", "data.seed", "32", "40"),
+        ("tracking:\n  enabled: true\n", "on", "tracking.enabled", "True", "'on'"),
+        ("abstraction:\n  seeds: 20\n", "1:30", "abstraction.seeds", "90", "'1:30'"),
+    ],
+)
+def test_a_value_yaml_1_1_and_dvc_s_yaml_1_2_read_apart_is_refused(
+    tmp_path, line, written, key, stages, dvc
+):
+    """Issue 60, case 1: `abstraction.seeds: 020` was 20 for DVC (dvc.lock, `dvc params
+    diff`) and 16 for the stages, which computed and logged 16."""
+    params = tmp_path / PARAMS_FILE
+    text = composed_yaml()
+    assert text.count(line) == 1
+    value = line.rsplit(": ", 1)[0] + f": {written}\n"
+    params.write_text(text.replace(line, value))
+    number = text[: text.index(line) + len(line)].count("\n")
+    with pytest.raises(ConfigError) as err:
+        load_params(params)
+    assert str(err.value).startswith(
+        f"invalid config value {key}: {written!r} in {params} line {number} reads as "
+        f"{stages} in YAML 1.1 (the stages, Hydra, MLflow's params) but {dvc} in YAML 1.2 "
+        "(DVC: dvc.lock, `dvc params diff`); write it so both read one value"
+    ), err.value
+    assert "\n" not in str(err.value)
+
+
+def test_a_value_read_apart_in_conf_is_refused_naming_its_group_s_key(tmp_path):
+    from pipeline.config import check_conf_yaml
+
+    conf = tmp_path / "conf"
+    shutil.copytree(CONF_DIR, conf)
+    group = conf / "abstraction/lesson.yaml"
+    group.write_text(group.read_text().replace("seeds: 20  #", "seeds: 040  #", 1))
+    with pytest.raises(ConfigError, match=r"^invalid config value abstraction\.seeds: '040' in "):
+        check_conf_yaml(conf)

@@ -344,7 +344,7 @@ def test_paths_outside_the_output_folders_are_refused(repo, tmp_path):
     victim = tmp_path / "victim.txt"
     victim.write_text("not yours\n")
     lock = (repo / "dvc.lock").read_text()
-    # tests/config/test_config.py refuses each kind of path in process; here DVC's way in.
+    # tests/config/test_outputs.py refuses each kind of path in process; here DVC's way in.
     for override, key in (
         (f"paths.tracked_state={victim}", "paths.tracked_state"),
         ("paths.step_weights=mlflow.db", "paths.step_weights"),
