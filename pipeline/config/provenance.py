@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, to_container
-from pipeline.config.outputs import FOLDER_KEYS
+from pipeline.config.outputs import FOLDER_KEYS, folder_images
 from pipeline.core import numerics
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import all_or_none, read_json, require, write_json
@@ -326,3 +326,14 @@ def cell_documents(cfg: Config, stage: str) -> list[tuple[Path, dict]]:
             )
         cells.append((path, document))
     return cells
+
+
+def cell_results(cfg: Config, stage: str, figures: str) -> dict | None:
+    """What report.md reads of the experiment of cells `stage` (the grid, the debate):
+    {"cells": each cell's document, "images": the PNGs of its figure stage's folder
+    `figures`, as report.md links them}; None where the config lists no cell or none
+    has run. A missing or stale cell is refused (`cell_documents`)."""
+    if not any_cell_ran(cfg, stage):
+        return None
+    cells = [document for _, document in cell_documents(cfg, stage)]
+    return {"cells": cells, "images": folder_images(cfg, figures)}

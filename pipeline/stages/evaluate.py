@@ -7,15 +7,15 @@ import torch
 
 from pipeline import data
 from pipeline.analysis import metrics
-from pipeline.config import Config, load_params, provenance
+from pipeline.config import Config, provenance
 from pipeline.core import ties
 from pipeline.core.files import read_json, read_parquet, write_csv, write_json
-from pipeline.memory import check_memory
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.train import device_and_dtype
 from pipeline.reporting.lesson_tables import text_tables
 from pipeline.stages import entry
+from pipeline.stages.start import checked_params
 
 
 def step_table(
@@ -57,9 +57,7 @@ def run(
 
 
 def main() -> None:
-    cfg = load_params()
-    check_memory(cfg)  # before any work: the largest stage of this config fits
-    provenance.verify_inputs(cfg, "evaluate")
+    cfg = checked_params("evaluate")
     frame = read_parquet(cfg.paths.sequences)
     _, params = frames.params_from_frame(
         read_parquet(cfg.paths.parameters), cfg.model, cfg.data.steps

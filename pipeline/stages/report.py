@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.analysis.golden import is_lesson_config
-from pipeline.config import Config, load_params, provenance
+from pipeline.config import Config, provenance
 from pipeline.config.outputs import from_report
 from pipeline.config.results import experiment_results
 from pipeline.core.files import (
@@ -22,7 +22,6 @@ from pipeline.core.files import (
     write_text,
 )
 from pipeline.core.kinds import experiment_part
-from pipeline.memory import check_memory
 from pipeline.reporting import figures
 from pipeline.reporting.drawing import Plot
 from pipeline.reporting.headline import headline
@@ -31,6 +30,7 @@ from pipeline.reporting.inputs import ReportInputs
 from pipeline.reporting.lesson_tables import step_weights
 from pipeline.reporting.report import TITLE, markdown_report
 from pipeline.stages import entry
+from pipeline.stages.start import checked_params
 
 
 def report_results(cfg: Config, results: dict[str, Any]) -> dict[str, Any]:
@@ -105,9 +105,7 @@ def write_figures(directory: Path, pngs: dict[str, bytes]) -> None:
 
 
 def main() -> None:
-    cfg = load_params()
-    check_memory(cfg)  # before any work: the largest stage of this config fits
-    provenance.verify_inputs(cfg, "report")
+    cfg = checked_params("report")
     document = read_json(cfg.paths.metrics)
     steps = read_csv(cfg.paths.step_table)
     curves = read_csv(cfg.paths.training_curves)

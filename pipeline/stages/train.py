@@ -5,13 +5,13 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
-from pipeline.config import Config, load_params, provenance
+from pipeline.config import Config, provenance
 from pipeline.core.files import read_parquet, write_csv, write_parquet
-from pipeline.memory import check_memory
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.train import History, device_and_dtype, train
 from pipeline.stages import entry
+from pipeline.stages.start import checked_params
 
 
 def run(cfg: Config, frame: pd.DataFrame) -> tuple[Params, History]:
@@ -38,9 +38,7 @@ def curves_frame(history: History, seeds: list[int]) -> pd.DataFrame:
 
 
 def main() -> None:
-    cfg = load_params()
-    check_memory(cfg)  # before any work: the largest stage of this config fits
-    provenance.verify_inputs(cfg, "train")
+    cfg = checked_params("train")
     params, history = run(cfg, read_parquet(cfg.paths.sequences))
     table = frames.params_to_frame(params, cfg.train.seeds, cfg.model, cfg.data.steps)
     with provenance.publishing(cfg, "train"):

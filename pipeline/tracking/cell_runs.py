@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from pipeline.config import Config
-from pipeline.config.cells import cell_label
+from pipeline.config.cells import CellTraining, cell_config, cell_label
 from pipeline.tracking.client import NewRun, log_once, source_tags
 from pipeline.tracking.state import number_params, state_digest
 from pipeline.tracking.store import locked, store_uri
@@ -39,6 +39,17 @@ def log_cells(
     says, under one lock: [(run id, newly logged)]."""
     uri = store_uri(cfg.tracking)
     return locked(uri, lambda: [_log_cell(uri, cfg, kind, stage, *cell) for cell in cells])
+
+
+def log_cell_files(
+    cfg: Config, cells: list[tuple[Path, dict]], kind: CellRuns, stage: str, training: CellTraining
+) -> None:
+    """Each (file, document) of an experiment's cells (`provenance.cell_documents`) as
+    a parent run (`log_cells`), its config the cell's own: its task and variant,
+    trained as `training` says. One line says how many were new."""
+    configs = [(cell_config(cfg, d["task"], d["variant"], training), d, path) for path, d in cells]
+    new = sum(fresh for _, fresh in log_cells(cfg, configs, kind, stage))
+    print(f"logged {new} new of {len(configs)} {stage} cells in {store_uri(cfg.tracking)}")
 
 
 def _log_cell(

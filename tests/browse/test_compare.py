@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import copy
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
 from pipeline import tracking
 from pipeline.browse import compare
 from pipeline.config import TaskConfig
+from tests.browse.helpers import assert_replaces_only_its_own
 from tests.tracking.helpers import committed_state
 
 
@@ -59,12 +59,5 @@ def test_a_store_without_runs_is_an_error_naming_it(default_cfg, store):
 
 def test_compare_replaces_only_its_own_csv(default_cfg, store, capsys):
     tracking.log_state(committed_state(default_cfg, store))
-    folder = Path(store.removeprefix("sqlite:///")).parent
-    table, params = folder / "table.csv", folder / "params.yaml"
-    compare.main(["--uri", store, "--experiment", "test", "--csv", str(table)])
-    compare.main(["--uri", store, "--experiment", "test", "--csv", str(table)])  # its own
-    params.write_text("train:\n  lr: 0.6\n")
-    with pytest.raises(SystemExit) as exit_:
-        compare.main(["--uri", store, "--experiment", "test", "--csv", str(params)])
-    assert "a file this command did not write" in str(exit_.value.code)
-    assert params.read_text() == "train:\n  lr: 0.6\n"
+    foreign = ("params.yaml", "train:\n  lr: 0.6\n")
+    assert_replaces_only_its_own(compare.main, store, "--csv", "table.csv", foreign)

@@ -12,6 +12,7 @@ import pytest
 
 from pipeline import tracking
 from pipeline.browse import history
+from tests.browse.helpers import assert_replaces_only_its_own
 from tests.tracking.helpers import committed_state
 
 
@@ -110,12 +111,5 @@ def test_tables_print_integers_as_integers_and_one_missing_marker():
 
 def test_history_replaces_only_its_own_plot(default_cfg, store, capsys):
     tracking.log_state(committed_state(default_cfg, store))
-    folder = Path(store.removeprefix("sqlite:///")).parent
-    plot, readme = folder / "gap.png", folder / "README.md"
-    history.main(["--uri", store, "--experiment", "test", "--plot", str(plot)])
-    history.main(["--uri", store, "--experiment", "test", "--plot", str(plot)])  # its own
-    readme.write_text("# a project's README")
-    with pytest.raises(SystemExit) as exit_:
-        history.main(["--uri", store, "--experiment", "test", "--plot", str(readme)])
-    assert "a file this command did not write" in str(exit_.value.code)
-    assert readme.read_text() == "# a project's README"
+    foreign = ("README.md", "# a project's README")
+    assert_replaces_only_its_own(history.main, store, "--plot", "gap.png", foreign)

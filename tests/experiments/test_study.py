@@ -94,16 +94,22 @@ def test_chunk_size_changes_no_number(small_frame):
             assert four_summary[name][key] == pytest.approx(value, rel=1e-12, abs=1e-14)
 
 
+def assert_threads_change_no_byte(cfg, frame, torch_threads, threads: int) -> None:
+    """The study of `cfg` on one torch thread and on `threads`: the same per-seed
+    table and the same summary, byte for byte."""
+    torch_threads(1)
+    one, one_summary = seed_study.run(cfg, frame)
+    torch_threads(threads)
+    many, many_summary = seed_study.run(cfg, frame)
+    assert one.equals(many)
+    assert json.dumps(one_summary) == json.dumps(many_summary)
+
+
 def test_chunks_on_threads_give_the_bytes_of_one_thread(small_frame, torch_threads):
     """Chunks run on threads of their own, each on one torch thread: every number is
     that of a single thread, byte for byte."""
     cfg = study_cfg("study.chunk=2")
-    torch_threads(1)
-    one, one_summary = seed_study.run(cfg, small_frame)
-    torch_threads(2)
-    two, two_summary = seed_study.run(cfg, small_frame)
-    assert one.equals(two)
-    assert json.dumps(one_summary) == json.dumps(two_summary)
+    assert_threads_change_no_byte(cfg, small_frame, torch_threads, 2)
 
 
 @pytest.mark.parametrize("kind", ["lesson", "sink", "multihead"])
@@ -113,12 +119,7 @@ def test_pieces_of_a_chunk_train_each_run_to_the_chunk_s_bits(small_frame, torch
     kinds train every run in one pass, whose runs never meet: every byte the same."""
     cfg = study_cfg(f"model={kind}", "study.chunk=6")
     assert training_piece(6, 6, 3) == 2
-    torch_threads(1)
-    one, one_summary = seed_study.run(cfg, small_frame)
-    torch_threads(3)
-    three, three_summary = seed_study.run(cfg, small_frame)
-    assert one.equals(three)
-    assert json.dumps(one_summary) == json.dumps(three_summary)
+    assert_threads_change_no_byte(cfg, small_frame, torch_threads, 3)
 
 
 def test_pieces_keep_posenc_s_blocks_whole(torch_threads, monkeypatch):

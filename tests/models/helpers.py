@@ -11,6 +11,7 @@ import torch
 from pipeline import data
 from pipeline.config import FaithfulnessConfig, ModelConfig, compose, validate
 from pipeline.models import frames, interface, multihead
+from pipeline.models import lesson as lesson_kind
 from pipeline.models.parameters import CHANNELS, Params, init_run, lesson_layout
 from pipeline.models.pooling import Head, lesson_head
 from tests.conftest import small_overrides
@@ -53,6 +54,21 @@ def lesson_part(params: Params, head: int | None = None) -> Params:
     if head is None:
         return as_lesson(lesson_head(params), params.named["b"])
     return as_lesson(multihead.heads(params)[head], params.named["b"])
+
+
+def is_lesson(kind: str, zeroed: str, seed: int) -> bool:
+    """Whether the model kind `kind`, its own parameter `zeroed` set to zero (an
+    encoding, the layer's values) and the rest random, computes what the lesson does:
+    every output (logits, weights) the lesson's on its lesson-shaped part, bit for bit."""
+    params = random_params(ModelConfig(kind=kind), 3, seed=seed)
+    params.named[zeroed].zero_()
+    inputs = random_inputs(9, STEPS, seed=seed + 1)
+    outputs = zip(
+        interface.forward(params, inputs),
+        lesson_kind.forward(lesson_part(params), inputs),
+        strict=True,
+    )
+    return all(torch.equal(got, want) for got, want in outputs)
 
 
 def kind_init_run(seed: int, cfg: ModelConfig) -> list[float]:

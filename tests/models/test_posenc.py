@@ -10,19 +10,11 @@ import torch
 from pipeline.config import ModelConfig
 from pipeline.models import interface, posenc
 from pipeline.models import lesson as lesson_kind
-from tests.models.helpers import F64, STEPS, lesson_part, random_inputs, random_params
+from tests.models.helpers import F64, STEPS, is_lesson, lesson_part, random_inputs, random_params
 
 
 def test_posenc_with_a_zero_encoding_is_the_lesson():
-    params = random_params(ModelConfig(kind="posenc"), 3, seed=7)
-    params.named["P"].zero_()
-    inputs = random_inputs(9, STEPS, seed=8)
-    for got, want in zip(
-        interface.forward(params, inputs),
-        lesson_kind.forward(lesson_part(params), inputs),
-        strict=True,
-    ):
-        assert torch.equal(got, want)
+    assert is_lesson("posenc", zeroed="P", seed=7)
 
 
 def test_posenc_adds_the_encoding_to_the_inputs():

@@ -12,19 +12,11 @@ from pipeline.models import interface
 from pipeline.models import lesson as lesson_kind
 from pipeline.models import window as window_kind
 from pipeline.models.parameters import Params
-from tests.models.helpers import F64, STEPS, lesson_part, random_inputs, random_params
+from tests.models.helpers import F64, STEPS, is_lesson, lesson_part, random_inputs, random_params
 
 
 def test_window_with_zero_layer_values_is_the_lesson():
-    params = random_params(ModelConfig(kind="window"), 3, seed=11)
-    params.named["Wv_layer"].zero_()
-    inputs = random_inputs(9, STEPS, seed=12)
-    for got, want in zip(
-        interface.forward(params, inputs),
-        lesson_kind.forward(lesson_part(params), inputs),
-        strict=True,
-    ):
-        assert torch.equal(got, want)
+    assert is_lesson("window", zeroed="Wv_layer", seed=11)
 
 
 def test_window_of_one_is_the_lesson_on_a_linear_map():

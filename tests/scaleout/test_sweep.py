@@ -23,6 +23,7 @@ from pipeline import tracking
 from pipeline.browse import history
 from pipeline.config import PROJECT_ROOT, compose
 from tests.scaleout.helpers import SMALL, logged_in, require_postgres, run_module
+from tests.tracking.helpers import count_requests, counted
 
 
 @pytest.mark.slow
@@ -53,27 +54,14 @@ def test_an_unreachable_tracking_server_fails_the_job_at_once_naming_the_uri(
     """At once, as structure rather than a time (issue 51, item 3: the bound of 30 s
     failed under load): one request to the server, none through MLflow's client (whose
     retry loop runs for minutes), and no data generated, no model trained."""
-    import urllib.request
-
-    from mlflow.utils import rest_utils
-
     from pipeline import run
     from pipeline.stages import generate, train
     from pipeline.tracking.loopback import free_port
 
     calls: dict[str, int] = {"request": 0, "mlflow": 0, "work": 0}
-
-    def counted(key, function):
-        def call(*args, **kwargs):
-            calls[key] += 1
-            return function(*args, **kwargs)
-
-        return call
-
-    monkeypatch.setattr(urllib.request, "urlopen", counted("request", urllib.request.urlopen))
-    monkeypatch.setattr(rest_utils, "http_request", counted("mlflow", rest_utils.http_request))
-    monkeypatch.setattr(generate, "run", counted("work", generate.run))
-    monkeypatch.setattr(train, "run", counted("work", train.run))
+    count_requests(monkeypatch, calls)
+    monkeypatch.setattr(generate, "run", counted(calls, "work", generate.run))
+    monkeypatch.setattr(train, "run", counted(calls, "work", train.run))
     uri = f"http://127.0.0.1:{free_port()}"
     code, _, err = app_in_process(run, f"hydra.run.dir={tmp_path}", f"tracking.uri={uri}")
     assert code == 1

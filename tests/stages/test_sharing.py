@@ -68,16 +68,23 @@ def tracking_off(repo: Path) -> None:
     path.write_text(text.replace("enabled: true", "enabled: false"))
 
 
-def test_a_pushed_experiment_is_pulled_with_its_outputs_and_nothing_recomputed(tmp_path):
+def small_clone_and_origin(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """The team's git server (an empty bare repository), the DVC remote's folder (not
+    made: `dvc push` makes it) and clone A of the project, on the small settings with
+    tracking off and params.yaml composed from them: (origin, storage, clone A)."""
     origin, storage = tmp_path / "origin.git", tmp_path / "dvc-storage"
     run(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
-
-    # Clone A: the project with a DVC remote beside its git remote, as docs/sharing.md
-    # sets it up, pushed to the team's git server.
     a = clone_project(tmp_path / "a")
     shrink_conf(a, SMALL)
     tracking_off(a)
     restore_params(a)
+    return origin, storage, a
+
+
+def test_a_pushed_experiment_is_pulled_with_its_outputs_and_nothing_recomputed(tmp_path):
+    # Clone A: the project with a DVC remote beside its git remote, as docs/sharing.md
+    # sets it up, pushed to the team's git server.
+    origin, storage, a = small_clone_and_origin(tmp_path)
     run(a, "dvc", "remote", "add", "-d", "storage", str(storage))
     git_commit(a, "small config, a DVC remote")
     run(a, "git", "remote", "set-url", "origin", str(origin))
@@ -126,12 +133,7 @@ def test_the_readme_s_order_shares_the_files_and_nothing_is_recomputed(tmp_path)
     `dvc exp push` said "Pushed experiment" over 0 files, and the colleague's `dvc exp
     apply` deleted the remote's lines, so `dvc pull` had no remote. `python -m
     pipeline share` moves the experiment onto the remote's commit and pushes."""
-    origin, storage = tmp_path / "origin.git", tmp_path / "dvc-storage"
-    run(tmp_path, "git", "init", "-q", "--bare", "-b", "main", str(origin))
-    a = clone_project(tmp_path / "a")
-    shrink_conf(a, SMALL)
-    tracking_off(a)
-    restore_params(a)
+    origin, storage, a = small_clone_and_origin(tmp_path)
     git_commit(a, "small config")
     run(a, "git", "remote", "set-url", "origin", str(origin))
     run(a, "git", "push", "-q", "origin", "HEAD:refs/heads/main")

@@ -1,15 +1,18 @@
 """What the tracking tests share (here and in tests/browse/): `committed_state`, a
 pipeline state made of the committed outputs, to log to a temporary store; and
 `answering_api`, a stand-in HTTP server whose API answers a chosen status, for the
-server checks of pipeline/tracking/store.py and loopback.py."""
+server checks of pipeline/tracking/store.py and loopback.py; and `count_requests`,
+which counts the HTTP requests a check makes (here and in tests/scaleout/)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import replace
 
 import pandas as pd
+import pytest
 
 from pipeline import tracking
 from pipeline.config import PROJECT_ROOT, TrackingConfig
@@ -61,3 +64,29 @@ def answering_api(status: int):
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def counted(calls: dict[str, int], key: str, function: Callable) -> Callable:
+    """`function`, adding one to `calls[key]` at each call."""
+
+    def call(*args, **kwargs):
+        calls[key] += 1
+        return function(*args, **kwargs)
+
+    return call
+
+
+def count_requests(monkeypatch: pytest.MonkeyPatch, calls: dict[str, int]) -> None:
+    """Count every HTTP request (urllib's) in `calls["request"]` and every one through
+    MLflow's client in `calls["mlflow"]`: a server check that fails at once makes one
+    request and none through MLflow's client, which retries for minutes."""
+    import urllib.request
+
+    from mlflow.utils import rest_utils
+
+    monkeypatch.setattr(
+        urllib.request, "urlopen", counted(calls, "request", urllib.request.urlopen)
+    )
+    monkeypatch.setattr(
+        rest_utils, "http_request", counted(calls, "mlflow", rest_utils.http_request)
+    )

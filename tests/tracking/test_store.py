@@ -16,7 +16,7 @@ from pipeline.config import TrackingConfig
 from pipeline.core.errors import PipelineError, TrackingError
 from pipeline.tracking import store as store_module
 from pipeline.tracking.store import artifact_location, store_error
-from tests.tracking.helpers import answering_api, committed_state
+from tests.tracking.helpers import answering_api, committed_state, count_requests
 
 
 def test_tracking_uri_comes_from_the_config_then_the_environment(monkeypatch, tmp_path):
@@ -267,21 +267,8 @@ def test_an_unreachable_server_fails_fast_naming_the_uri(default_cfg, monkeypatc
 def test_check_server_fails_on_an_api_error_though_health_answers(status, fails, monkeypatch):
     """At once, as structure rather than a time (issue 59: the bound of 5 s failed
     under load): one request, none through MLflow's client (which retries)."""
-    import urllib.request
-
-    from mlflow.utils import rest_utils
-
     calls = {"request": 0, "mlflow": 0}
-
-    def counted(key, function):
-        def call(*args, **kwargs):
-            calls[key] += 1
-            return function(*args, **kwargs)
-
-        return call
-
-    monkeypatch.setattr(urllib.request, "urlopen", counted("request", urllib.request.urlopen))
-    monkeypatch.setattr(rest_utils, "http_request", counted("mlflow", rest_utils.http_request))
+    count_requests(monkeypatch, calls)
     with answering_api(status) as uri:
         if fails:
             with pytest.raises(PipelineError) as err:

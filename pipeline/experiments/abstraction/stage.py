@@ -12,16 +12,16 @@ from pathlib import Path
 
 import torch
 
-from pipeline.config import Config, load_params, provenance
+from pipeline.config import Config, provenance
 from pipeline.core.errors import ConfigError
 from pipeline.core.files import read_parquet, write_json
 from pipeline.experiments.abstraction import interchange
 from pipeline.experiments.abstraction.memory import RUNS_AT_ONCE
-from pipeline.memory import check_memory
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params
 from pipeline.models.threads import run_jobs, workers
 from pipeline.stages import entry
+from pipeline.stages.start import checked_params
 
 BLOCK = RUNS_AT_ONCE  # runs per job: each job trains its maps on one torch thread
 
@@ -77,9 +77,7 @@ def run(cfg: Config, frame, study) -> dict:
 
 
 def main() -> None:
-    cfg = load_params()
-    check_memory(cfg)  # before any work: the largest stage of this config fits
-    provenance.verify_inputs(cfg, "abstraction")
+    cfg = checked_params("abstraction")
     frame = read_parquet(cfg.paths.sequences)
     study = read_parquet(cfg.paths.study_params)
     document = run(cfg, frame, study)

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.config import Config, load_params, provenance
-from pipeline.config.cells import cell_config
+from pipeline.config import load_params, provenance
 from pipeline.core.files import write_bytes
 from pipeline.stages import entry
 
@@ -22,19 +21,11 @@ def main() -> None:
     with provenance.publishing(cfg, "debate_figures"):
         for name, png in pngs.items():
             write_bytes(out / name, png)
-    if cfg.tracking.enabled and cells:
-        log(cfg, cells)
+    if cfg.tracking.enabled and cells:  # one parent run per cell, its config the cell's own
+        from pipeline.experiments.debate.cell_runs import RUNS
+        from pipeline.tracking.cell_runs import log_cell_files
 
-
-def log(cfg: Config, cells: list[tuple[Path, dict]]) -> None:
-    """One parent run per cell, its config the cell's own (the task, the variant)."""
-    from pipeline.experiments.debate.cell_runs import RUNS
-    from pipeline.tracking import store_uri
-    from pipeline.tracking.cell_runs import log_cells
-
-    cells = [(cell_config(cfg, d["task"], d["variant"], cfg.grid), d, path) for path, d in cells]
-    new = sum(fresh for _, fresh in log_cells(cfg, cells, RUNS, "debate"))
-    print(f"logged {new} new of {len(cells)} debate cells in {store_uri(cfg.tracking)}")
+        log_cell_files(cfg, cells, RUNS, "debate", cfg.grid)  # trained as the grid's cells
 
 
 if __name__ == "__main__":

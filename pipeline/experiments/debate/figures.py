@@ -20,6 +20,20 @@ def binned_line(ax, binned: list[dict], label: str) -> None:
     ax.plot(centres, [part["median"] for part in shown], "o-", label=label)
 
 
+def against_largest_axes(ax, ylabel: str, top: float, title: str) -> None:
+    """The axes of Jain & Wallace's figures 3 and 4, a median per bin against the
+    example's largest learned weight (0 to 1): the y axis from 0 to `top`, the title,
+    the cells' legend."""
+    ax.set(
+        xlabel="largest learned weight of the example",
+        ylabel=ylabel,
+        xlim=(0, 1),
+        ylim=(0, top),
+        title=title,
+    )
+    ax.legend(fontsize="small")
+
+
 def adversary_against_largest(figure: Figure, cells: list[dict]) -> None:
     """Jain & Wallace's figure 3: the adversary's largest JSD against the learned
     distribution's largest weight, the first eps, one line per cell."""
@@ -29,14 +43,12 @@ def adversary_against_largest(figure: Figure, cells: list[dict]) -> None:
         binned_line(ax, first["binned"], cell_label(cell["task"], cell["variant"]))
     ax.axhline(math.log(2), linestyle="--", color="grey", label="ln 2 (the most)")
     eps = cells[0]["adversary"][0]["eps"]
-    ax.set(
-        xlabel="largest learned weight of the example",
-        ylabel="largest JSD within eps (median)",
-        xlim=(0, 1),
-        ylim=(0, 0.75),
-        title=f"Exact adversary, eps {eps:g}: how far the weights can move",
+    against_largest_axes(
+        ax,
+        "largest JSD within eps (median)",
+        0.75,
+        f"Exact adversary, eps {eps:g}: how far the weights can move",
     )
-    ax.legend(fontsize="small")
 
 
 def permutation_against_largest(figure: Figure, cells: list[dict]) -> None:
@@ -45,14 +57,12 @@ def permutation_against_largest(figure: Figure, cells: list[dict]) -> None:
     ax = figure.subplots()
     for cell in cells:
         binned_line(ax, cell["permutation"]["binned"], cell_label(cell["task"], cell["variant"]))
-    ax.set(
-        xlabel="largest learned weight of the example",
-        ylabel="median |p(permuted) - p| (median)",
-        xlim=(0, 1),
-        ylim=(0, 1),
-        title="Permuted attention: how far the output moves",
+    against_largest_axes(
+        ax,
+        "median |p(permuted) - p| (median)",
+        1,
+        "Permuted attention: how far the output moves",
     )
-    ax.legend(fontsize="small")
 
 
 def deception_against_penalty(figure: Figure, cells: list[dict]) -> None:

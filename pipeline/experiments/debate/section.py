@@ -5,6 +5,7 @@ paper's test and a reading generated from the numbers."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -37,20 +38,33 @@ def name(cell: dict) -> str:
     return cell_label(cell["task"], cell["variant"])
 
 
-def adversary_table(cells: list[dict]) -> pd.DataFrame:
+def diverged(row: dict) -> str:
+    """The seeds a trained setting left out, diverged: "none" where none did."""
+    return ", ".join(map(str, row["diverged_seeds"])) or "none"
+
+
+def setting_table(
+    cells: list[dict], key: str, columns: Callable[[dict, dict], dict[str, str]]
+) -> pd.DataFrame:
+    """A table of one row per setting a test ran each cell at (the entries of the
+    cell's list `key`: an eps, a lam), in order: the cell's name, then
+    `columns(cell, entry)`."""
     return pd.DataFrame(
-        [
-            {
-                "cell": name(cell),
-                "eps": f"{row['eps']:g}",
-                "median max JSD": spread(row["median_max_jsd"]),
-                "share JSD >= 0.5": spread(row["share_far"]),
-                "adversary's weight on the rationale": spread(row["adversary_rationale_weight"]),
-                "model's weight on the rationale": spread(cell["learned_rationale_weight"]),
-            }
-            for cell in cells
-            for row in cell["adversary"]
-        ]
+        [{"cell": name(cell), **columns(cell, row)} for cell in cells for row in cell[key]]
+    )
+
+
+def adversary_table(cells: list[dict]) -> pd.DataFrame:
+    return setting_table(
+        cells,
+        "adversary",
+        lambda cell, row: {
+            "eps": f"{row['eps']:g}",
+            "median max JSD": spread(row["median_max_jsd"]),
+            "share JSD >= 0.5": spread(row["share_far"]),
+            "adversary's weight on the rationale": spread(row["adversary_rationale_weight"]),
+            "model's weight on the rationale": spread(cell["learned_rationale_weight"]),
+        },
     )
 
 
@@ -102,19 +116,16 @@ def fixed_table(cells: list[dict]) -> pd.DataFrame:
 
 
 def consistent_table(cells: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {
-                "cell": name(cell),
-                "lam": f"{row['penalty']:g}",
-                "TVD to the base": mean_interval(row["tvd"]),
-                "JSD to the base": mean_interval(row["jsd"]),
-                "held-out accuracy": mean_interval(row["heldout_accuracy"]),
-                "diverged (left out)": ", ".join(map(str, row["diverged_seeds"])) or "none",
-            }
-            for cell in cells
-            for row in cell["consistent_adversary"]
-        ]
+    return setting_table(
+        cells,
+        "consistent_adversary",
+        lambda _, row: {
+            "lam": f"{row['penalty']:g}",
+            "TVD to the base": mean_interval(row["tvd"]),
+            "JSD to the base": mean_interval(row["jsd"]),
+            "held-out accuracy": mean_interval(row["heldout_accuracy"]),
+            "diverged (left out)": diverged(row),
+        },
     )
 
 
@@ -145,22 +156,19 @@ def consistent_reading(cell: dict, per_example_jsd: float) -> str:
 
 
 def deception_table(cells: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(
-        [
-            {
-                "cell": name(cell),
-                "lam": f"{row['penalty']:g}",
-                "held-out accuracy": mean_interval(row["heldout_accuracy"]),
-                "weight on the rationale": mean_interval(row["rationale_weight"]),
-                **{
-                    f"hit@1 {name}": f"{numbers['mean']:.4f}"
-                    for name, numbers in row["hit_at_1"].items()
-                },
-                "diverged (left out)": ", ".join(map(str, row["diverged_seeds"])) or "none",
-            }
-            for cell in cells
-            for row in cell["deception"]
-        ]
+    return setting_table(
+        cells,
+        "deception",
+        lambda _, row: {
+            "lam": f"{row['penalty']:g}",
+            "held-out accuracy": mean_interval(row["heldout_accuracy"]),
+            "weight on the rationale": mean_interval(row["rationale_weight"]),
+            **{
+                f"hit@1 {explainer}": f"{numbers['mean']:.4f}"
+                for explainer, numbers in row["hit_at_1"].items()
+            },
+            "diverged (left out)": diverged(row),
+        },
     )
 
 

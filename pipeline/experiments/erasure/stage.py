@@ -15,13 +15,13 @@ from pathlib import Path
 import pandas as pd
 
 from pipeline.analysis import faithfulness
-from pipeline.config import Config, load_params, provenance
+from pipeline.config import Config, provenance
 from pipeline.core.files import read_parquet, write_csv, write_json
 from pipeline.experiments.erasure import erasure_study
-from pipeline.memory import check_memory
 from pipeline.models import frames
 from pipeline.models.train import device_and_dtype
 from pipeline.stages import entry
+from pipeline.stages.start import checked_params
 
 
 def values_of(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> erasure_study.Values:
@@ -63,9 +63,7 @@ def run(
 
 
 def main() -> None:
-    cfg = load_params()
-    check_memory(cfg)  # before any work: the largest stage of this config fits
-    provenance.verify_inputs(cfg, "erasure")
+    cfg = checked_params("erasure")
     frame = read_parquet(cfg.paths.sequences)
     lesson = read_parquet(cfg.paths.parameters)
     study = read_parquet(cfg.paths.study_params)

@@ -14,12 +14,12 @@ from __future__ import annotations
 import pandas as pd
 
 from pipeline.analysis import faithfulness, robustness, sanity
-from pipeline.config import Config, load_params, provenance
+from pipeline.config import Config, provenance
 from pipeline.core.files import read_parquet, write_json, write_parquet
-from pipeline.memory import check_memory
 from pipeline.models import frames
 from pipeline.models.train import device_and_dtype
 from pipeline.stages import entry
+from pipeline.stages.start import checked_params
 
 
 def battery_table(cfg: Config, frame: pd.DataFrame, table: pd.DataFrame) -> dict:
@@ -87,9 +87,7 @@ def run(
 
 
 def main() -> None:
-    cfg = load_params()
-    check_memory(cfg)  # before any work: the largest stage of this config fits
-    provenance.verify_inputs(cfg, "faithfulness")
+    cfg = checked_params("faithfulness")
     frame = read_parquet(cfg.paths.sequences)
     lesson = read_parquet(cfg.paths.parameters)
     study = read_parquet(cfg.paths.study_params)

@@ -4,15 +4,10 @@ against the params it was made from) and the next_lesson stage's figures."""
 from __future__ import annotations
 
 from pipeline.config import provenance
-from pipeline.config.outputs import folder_images
 from pipeline.config.schema import Config
 
 
 def read(cfg: Config) -> dict | None:
     """{"cells": each cell's document, "images": the figures as report.md links them};
-    None where the config lists no cell or none has run. A missing or stale cell is
-    refused (`provenance.cell_documents`)."""
-    if not provenance.any_cell_ran(cfg, "grid"):
-        return None
-    cells = [document for _, document in provenance.cell_documents(cfg, "grid")]
-    return {"cells": cells, "images": folder_images(cfg, cfg.paths.next_lesson)}
+    None where the config lists no cell or none has run (`provenance.cell_results`)."""
+    return provenance.cell_results(cfg, "grid", cfg.paths.next_lesson)

@@ -11,6 +11,14 @@ from matplotlib.figure import Figure
 from pipeline.reporting.drawing import Plot, ring_lesson_seeds
 
 
+def log_counts_axes(ax, title: str, xlabel: str, ylabel: str, legend: str) -> None:
+    """The axes of a histogram over the seeds or their pairs: counts that span orders
+    of magnitude on a log scale, and the marked lines' legend at `legend`."""
+    ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
+    ax.set_yscale("log")
+    ax.legend(loc=legend, fontsize="small")
+
+
 def study_accuracy_histogram(
     figure: Figure, table: pd.DataFrame, lesson: dict[str, float], step: float
 ) -> None:
@@ -21,13 +29,9 @@ def study_accuracy_histogram(
     ax.bar(counts.index, counts.to_numpy(), width=0.8 * step, color="C0")
     for i, (seed, accuracy) in enumerate(lesson.items()):
         ax.axvline(accuracy, color=f"C{i + 1}", linestyle="--", label=f"run {seed}: {accuracy:.4f}")
-    ax.set(
-        title=f"Held-out accuracy over {len(table)} seeds",
-        xlabel="held-out accuracy",
-        ylabel="seeds",
+    log_counts_axes(
+        ax, f"Held-out accuracy over {len(table)} seeds", "held-out accuracy", "seeds", "upper left"
     )
-    ax.set_yscale("log")
-    ax.legend(loc="upper left", fontsize="small")
 
 
 def study_mass_vs_accuracy(figure: Figure, table: pd.DataFrame, lesson: list[int]) -> None:
@@ -72,13 +76,13 @@ def study_pair_gaps(
         shares.index, shares.to_numpy(), width=0.8 * step, color=["C3" if f else "C0" for f in far]
     )
     ax.axvline(observed, color="C3", linestyle="--", label=f"lesson gap {observed:.4f}")
-    ax.set(
-        title=f"Held-out accuracy gap over all seed pairs ({share:.1%} at least the lesson's)",
-        xlabel="|held-out accuracy of seed i - seed j|",
-        ylabel="share of pairs",
+    log_counts_axes(
+        ax,
+        f"Held-out accuracy gap over all seed pairs ({share:.1%} at least the lesson's)",
+        "|held-out accuracy of seed i - seed j|",
+        "share of pairs",
+        "upper right",
     )
-    ax.set_yscale("log")
-    ax.legend(loc="upper right", fontsize="small")
 
 
 def study_figures(

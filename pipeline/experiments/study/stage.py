@@ -7,18 +7,16 @@ summary.json."""
 from __future__ import annotations
 
 from pipeline.analysis import seed_study
-from pipeline.config import load_params, provenance
+from pipeline.config import provenance
 from pipeline.core.files import read_parquet, write_json, write_parquet
-from pipeline.memory import check_memory
 from pipeline.models import interface
 from pipeline.reporting.summary import study_line
 from pipeline.stages import entry
+from pipeline.stages.start import checked_params
 
 
 def main() -> None:
-    cfg = load_params()
-    check_memory(cfg)  # before any work: the largest stage of this config fits
-    provenance.verify_inputs(cfg, "study")
+    cfg = checked_params("study")
     table, summary = seed_study.run(
         cfg, read_parquet(cfg.paths.sequences), seed_study.show_progress()
     )
