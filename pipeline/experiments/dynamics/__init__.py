@@ -1,0 +1,1 @@
+"""The mechanism over training (issue 62)."""
