@@ -1,1 +1,1 @@
-"""The mechanism over training (issue 62): see emergence.py."""
+"""The mechanism over training (issue 62)."""
