@@ -13,8 +13,8 @@ from pipeline.core import numerics
 numerics.pin()
 
 # OpenMP threads that spin while waiting turn a busy 2-core machine into a many-fold
-# slowdown of torch's many small batched ops (docs/speed.md). Waiting passively costs the wake-ups of many
-# small parallel ops, so training's small blocks run on threads of our own instead
-# (pipeline/models/threads.py). Set before torch is first imported; a user's own
+# slowdown of torch's many small batched ops (docs/speed.md). Waiting passively costs
+# the wake-ups of many small parallel ops, so training's small blocks run on threads
+# of our own instead (pipeline/models/threads.py). Set before torch is first imported; a user's own
 # OMP_WAIT_POLICY wins.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import io
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from tqdm import tqdm
 
-from pipeline.analysis import metrics, stats
+from pipeline.analysis import epochs, metrics, stats
 from pipeline.config import (
     NUMBER_GROUPS,
     Config,
@@ -39,12 +39,13 @@ from pipeline.memory.study import chunk_runs
 from pipeline.models import frames, interface
 from pipeline.models.parameters import Params, cat_runs, to_flat
 from pipeline.models.threads import available, run_jobs, workers
-from pipeline.models.train import device_and_dtype, finite_runs, runs_together, train
+from pipeline.models.train import History, device_and_dtype, finite_runs, runs_together, train
 
 NAMED_DIVERGED = 20  # seeds listed in a divergence error; the count is always given
 SHARD_FILE = "shard.pt"  # what a study.shard job writes into its Hydra run directory
-# A trained chunk: its diverged seeds, else its flat parameters and per-example values.
-ChunkResult = tuple[list[int], torch.Tensor, dict[str, torch.Tensor]]
+# A trained chunk: its diverged seeds, else its flat parameters, per-example values and
+# (the study's dynamics) per-epoch values.
+ChunkResult = tuple[list[int], torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]]
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class SeedRuns:
     seeds: list[int]
     params: torch.Tensor  # (S, P) in init order
     values: dict[str, torch.Tensor]  # name -> (S, N)
+    # name -> (epochs + 1, S): analysis/epochs.py's per-epoch numbers, where asked
+    epochs: dict[str, torch.Tensor] = field(default_factory=dict)
 
 
 def train_seeds(
@@ -62,6 +65,7 @@ def train_seeds(
     seeds: list[int],
     progress: bool = False,
     heldout_only: bool = False,
+    dynamics: bool = False,
 ) -> SeedRuns:
     """Train and evaluate `seeds`, cfg.study.chunk at a time.
 
@@ -70,9 +74,10 @@ def train_seeds(
     on one torch thread (pipeline/models/threads.py): a chunk's numbers are those of
     OMP_NUM_THREADS=1, however many run at once. Seeds that diverge are all named.
     With `heldout_only`, the values are held-out accuracy alone (the grid's shuffled
-    control needs no more, and the ablations are most of an evaluation's time).
+    control needs no more, and the ablations are most of an evaluation's time). With
+    `dynamics`, every epoch is measured too (`SeedRuns.epochs`: the seed study's).
     """
-    return train_sets(cfg, [(frame, heldout_only)], seeds, progress)[0]
+    return train_sets(cfg, [(frame, heldout_only)], seeds, progress, dynamics)[0]
 
 
 def train_sets(
@@ -80,6 +85,7 @@ def train_sets(
     sets: list[tuple[pd.DataFrame, bool]],
     seeds: list[int],
     progress: bool = False,
+    dynamics: bool = False,
 ) -> list[SeedRuns]:
     """`train_seeds` on each (frame, heldout_only) of `sets` (the grid's cell and its
     shuffled control share the threads).
@@ -108,12 +114,14 @@ def train_sets(
     work = [(chunk, data) for data in tensors for chunk in chunks]
     with tqdm(total=len(work), desc="study", unit="chunk", disable=not progress) as bar:
         jobs = [
-            partial(train_runs, cfg, part, data[0]) for c, data in work for part in pieces(c, piece)
+            partial(train_runs, cfg, part, data[0], dynamics)
+            for c, data in work
+            for part in pieces(c, piece)
         ]
         trained = iter(run_jobs(jobs, workers(len(jobs))))
         joined = [joined_runs([next(trained) for _ in pieces(c, piece)]) for c, _ in work]
 
-        def evaluate(chunk: list[int], data, runs: tuple[Params, list[bool]]) -> ChunkResult:
+        def evaluate(chunk: list[int], data, runs: tuple[Params, list[bool], History]):
             result = evaluate_chunk(cfg, chunk, *runs, *data)
             bar.update()
             return result
@@ -122,7 +130,7 @@ def train_sets(
             partial(evaluate, c, data, runs) for (c, data), runs in zip(work, joined, strict=True)
         ]
         results = run_jobs(jobs, workers(len(jobs)))
-    diverged = sorted({seed for chunk_diverged, _, _ in results for seed in chunk_diverged})
+    diverged = sorted({seed for chunk_diverged, *_ in results for seed in chunk_diverged})
     if diverged:
         named = ", ".join(map(str, diverged[:NAMED_DIVERGED]))
         more = ", ..." if len(diverged) > NAMED_DIVERGED else ""
@@ -134,27 +142,49 @@ def train_sets(
     return [
         SeedRuns(
             seeds=list(seeds),
-            params=torch.cat([params for _, params, _ in part]),
-            values={name: torch.cat([v[name] for _, _, v in part]) for name in part[0][2]},
+            params=torch.cat([params for _, params, _, _ in part]),
+            values={name: torch.cat([v[name] for _, _, v, _ in part]) for name in part[0][2]},
+            epochs={name: torch.cat([e[name] for *_, e in part], 1) for name in part[0][3]},
         )
         for part in per_set
     ]
 
 
 def train_runs(
-    cfg: Config, seeds: list[int], train_split: tuple[torch.Tensor, torch.Tensor]
-) -> tuple[Params, list[bool]]:
-    """`seeds` trained from their init (a piece of a chunk), and whether each run's loss
-    and parameters stayed finite."""
+    cfg: Config,
+    seeds: list[int],
+    train_split: tuple[torch.Tensor, torch.Tensor],
+    trajectory: bool = False,
+) -> tuple[Params, list[bool], History]:
+    """`seeds` trained from their init (a piece of a chunk), whether each run's loss
+    and parameters stayed finite, and the training's history (every epoch's
+    parameters with `trajectory`)."""
     dtype, device = train_split[0].dtype, train_split[0].device
     initial = interface.init_params(cfg.data.seed, seeds, cfg.model, cfg.data.steps, dtype, device)
-    trained, history = train(initial, *train_split, cfg.train.epochs, cfg.train.lr, check=False)
-    return trained, finite_runs(history.loss, trained).tolist()
+    trained, history = train(
+        initial,
+        *train_split,
+        cfg.train.epochs,
+        cfg.train.lr,
+        check=False,
+        trajectory=trajectory,
+    )
+    return trained, finite_runs(history.loss, trained).tolist(), history
 
 
-def joined_runs(parts: list[tuple[Params, list[bool]]]) -> tuple[Params, list[bool]]:
+def joined_runs(
+    parts: list[tuple[Params, list[bool], History]],
+) -> tuple[Params, list[bool], History]:
     """A chunk's pieces, trained, as one set of runs."""
-    return cat_runs([params for params, _ in parts]), [ok for _, finite in parts for ok in finite]
+    histories = [history for *_, history in parts]
+    kept = None if histories[0].params is None else torch.cat([h.params for h in histories], 1)
+    history = History(
+        torch.cat([h.loss for h in histories], 1),
+        torch.cat([h.accuracy for h in histories], 1),
+        kept,
+    )
+    finite = [ok for _, part, _ in parts for ok in part]
+    return cat_runs([params for params, _, _ in parts]), finite, history
 
 
 def evaluate_chunk(
@@ -162,21 +192,32 @@ def evaluate_chunk(
     chunk: list[int],
     trained: Params,
     finite: list[bool],
+    history: History,
     train_split: tuple[torch.Tensor, torch.Tensor],
     heldout: tuple[torch.Tensor, ...],
     heldout_only: bool,
 ) -> ChunkResult:
     """One chunk of `train_sets`, trained: its diverged seeds, else its parameters
-    (S, P) and per-example values on the CPU."""
+    (S, P), per-example values and (where training kept them) per-epoch values on
+    the CPU."""
     diverged = [seed for seed, ok in zip(chunk, finite, strict=True) if not ok]
     if diverged:  # the study fails; no values, only the seeds to name
-        return diverged, torch.empty(0), {}
+        return diverged, torch.empty(0), {}, {}
     if heldout_only:
         logits, _ = interface.forward(trained, heldout[0])
         values = {"heldout_accuracy": metrics.correct(logits, heldout[1])}
     else:
         values, _, _ = metrics.example_values(trained, train_split, heldout, cfg.eval)
-    return [], to_flat(trained).cpu(), {name: value.cpu() for name, value in values.items()}
+    per_epoch = {}
+    if history.params is not None:
+        every = cfg.study.agreement_every
+        per_epoch = epochs.epoch_values(history, trained, train_split, heldout, every)
+    return (
+        [],
+        to_flat(trained).cpu(),
+        {name: value.cpu() for name, value in values.items()},
+        {name: value.cpu() for name, value in per_epoch.items()},
+    )
 
 
 def seeds_table(runs: SeedRuns, cfg: Config) -> pd.DataFrame:
@@ -279,15 +320,42 @@ def summarize(runs: SeedRuns, cfg: Config, lesson: dict[int, float]) -> dict:
 
 def run(cfg: Config, frame: pd.DataFrame, progress: bool = False) -> tuple[pd.DataFrame, dict]:
     """The whole study: (one row per seed, summary.json)."""
+    return outcome(cfg, frame, study_runs(cfg, frame, progress))
+
+
+def study_runs(
+    cfg: Config, frame: pd.DataFrame, progress: bool = False, dynamics: bool = False
+) -> SeedRuns:
+    """Runs 1..study.seeds trained and evaluated (every epoch too, with `dynamics`)."""
     if cfg.study.shard is not None:
         raise ConfigError(
             f"invalid config value study.shard={cfg.study.shard!r}: a shard has no summary of "
             "its own; shard with `python -m pipeline.study -m study.shard=...`, join with "
             "`python -m pipeline merge_study`"
         )
-    runs = train_seeds(cfg, frame, study_seeds(cfg.study), progress)
+    return train_seeds(cfg, frame, study_seeds(cfg.study), progress, dynamics=dynamics)
+
+
+def outcome(cfg: Config, frame: pd.DataFrame, runs: SeedRuns) -> tuple[pd.DataFrame, dict]:
+    """(one row per seed, summary.json) of the study's trained runs."""
     lesson = lesson_accuracy(cfg, runs, outside_accuracy(cfg, frame))
     return seeds_table(runs, cfg), summarize(runs, cfg, lesson)
+
+
+def dynamics_table(runs: SeedRuns) -> pd.DataFrame:
+    """One row per seed and epoch (0..epochs, the last the trained model): the
+    per-epoch numbers of analysis/epochs.py, NaN where the agreement is not measured."""
+    first = next(iter(runs.epochs.values()))
+    rows, seeds = first.shape
+    table = pd.DataFrame(
+        {
+            "seed": [seed for seed in runs.seeds for _ in range(rows)],
+            "epoch": list(range(rows)) * seeds,
+        }
+    )
+    for name, values in runs.epochs.items():
+        table[name] = values.T.reshape(-1).numpy()
+    return table
 
 
 def show_progress() -> bool:

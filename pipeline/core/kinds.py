@@ -107,6 +107,7 @@ EXPERIMENTS: dict[str, str] = {
     "erasure": "pipeline.experiments.erasure",
     "abstraction": "pipeline.experiments.abstraction",
     "roar": "pipeline.experiments.roar",
+    "dynamics": "pipeline.experiments.dynamics",
 }
 
 

@@ -35,12 +35,13 @@ and read what its folder declares.
   "runs" after the run's own.
 - `tracked.py`: `parent_metrics(results)` and `run_metrics(results, seed)`, its
   numbers on the MLflow parent run and on each lesson run's child; optionally
-  `ARTIFACTS`, the `paths.` keys of its outputs logged as the parent run's
-  artifacts. A state's digest holds the results by name of every experiment with a
-  tracked.py, and a run logs an experiment's params only where its results are
-  there. An experiment whose stages log their own runs (the cells':
-  pipeline/tracking/cell_runs.py) has none: the track stage neither reads nor
-  digests its results.
+  `run_steps(results, seed)`, a lesson run's step metrics (key -> (step, value)
+  points, charted over steps in the UI), and `ARTIFACTS`, the `paths.` keys of its
+  outputs logged as the parent run's artifacts. A state's digest holds the results
+  by name of every experiment with a tracked.py, and a run logs an experiment's
+  params only where its results are there. An experiment whose stages log their
+  own runs (the cells': pipeline/tracking/cell_runs.py) has none: the track stage
+  neither reads nor digests its results.
 - `stage.py`: the DVC stage (`python -m pipeline.experiments.<name>.stage`); an
   experiment of many stages has a module per stage (a foreach stage's cells, each
   `<name>@<cell>`, then the stage that reads them all), each found by dvc.yaml's cmd.

@@ -33,6 +33,9 @@ from pipeline.models.threads import available, check_stopped, run_jobs
 class History:
     loss: torch.Tensor  # (epochs, S), before each epoch's update
     accuracy: torch.Tensor  # (epochs, S)
+    # (epochs, S, P): each epoch's flat parameters before its update, where asked
+    # (`train(trajectory=True)`: the seed study's dynamics)
+    params: torch.Tensor | None = None
 
 
 def device_and_dtype(cfg: TrainConfig) -> tuple[torch.device, torch.dtype]:
@@ -59,6 +62,7 @@ def train(
     lr: float,
     check: bool = True,
     autograd: bool = False,
+    trajectory: bool = False,
 ) -> tuple[Params, History]:
     """`epochs` simultaneous gradient steps of size `lr` for every run; the trained
     parameters come back settled at the written precision (pipeline/core/precision.py),
@@ -73,14 +77,16 @@ def train(
     kernel trains every epoch at once (`fused`: tests/models/test_cuda_kernels.py), or,
     where it does not compile or launch, torch's ops do.
     With `check`, a run that reached NaN or inf raises DivergenceError; without, the
-    caller looks at `finite_runs` itself (the seed study names the seeds).
+    caller looks at `finite_runs` itself (the seed study names the seeds). With
+    `trajectory`, the history keeps every epoch's parameters (`History.params`); the
+    fused kernels keep none, so torch's ops train then.
     """
     keep_freed_memory()
-    trained = None if autograd else fused(params, inputs, labels, epochs, lr)
+    trained = None if autograd or trajectory else fused(params, inputs, labels, epochs, lr)
     if trained is not None:
         params, history = trained
     else:
-        params, history = stepped(params, inputs, labels, epochs, lr, autograd)
+        params, history = stepped(params, inputs, labels, epochs, lr, autograd, trajectory)
     if check:
         check_finite(history.loss, params, lr)
     return params.map(settle), history
@@ -109,13 +115,14 @@ def stepped(
     epochs: int,
     lr: float,
     autograd: bool,
+    trajectory: bool = False,
 ) -> tuple[Params, History]:
     """`epochs` steps of the kind's fast path (`gradient_step`), or autograd's."""
     step, block = training_plan(params.cfg, inputs, labels, autograd)
     if block is None:  # lesson, sink, multihead: one pass of all runs, on torch's threads
-        return descend(params, step, labels, epochs, lr)
+        return descend(params, step, labels, epochs, lr, kept=trajectory)
     threads = blocks_threads(block, available())
-    return descend_blocks(params, step, labels, epochs, lr, block[0], threads)
+    return descend_blocks(params, step, labels, epochs, lr, block[0], threads, trajectory)
 
 
 def training_plan(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor, autograd: bool):
@@ -138,22 +145,33 @@ def runs_together(model: ModelConfig, inputs: torch.Tensor, labels: torch.Tensor
 
 
 def descend(
-    params: Params, step, labels: torch.Tensor, epochs: int, lr: float, settled: bool = False
+    params: Params,
+    step,
+    labels: torch.Tensor,
+    epochs: int,
+    lr: float,
+    settled: bool = False,
+    kept: bool = False,
 ) -> tuple[Params, History]:
     """`epochs` gradient steps: step(params) -> (logits (S, N), gradients in `tensors()`
-    order); the loss and accuracy are recorded before each update. `settled`: every
-    step's parameters at the written precision, for a loss whose steps amplify a last
-    bit (the debate's adversaries: docs/pipeline.md, "Bytes on any machine")."""
+    order); the loss and accuracy (and, `kept`, the flat parameters) are recorded
+    before each update. `settled`: every step's parameters at the written precision,
+    for a loss whose steps amplify a last bit (the debate's adversaries:
+    docs/pipeline.md, "Bytes on any machine")."""
     loss = torch.empty(epochs, params.runs, dtype=labels.dtype, device=labels.device)
     acc = torch.empty_like(loss)
+    trajectory = [] if kept else None
     for epoch in range(epochs):
         check_stopped()  # a SIGTERM ends a long study or grid cell within an epoch
+        if trajectory is not None:
+            trajectory.append(to_flat(params))
         logits, gradients = step(params)
         loss[epoch] = mean_bce(logits, labels)
         acc[epoch] = accuracy(logits, labels)
         steps = [p - lr * g for p, g in zip(params.tensors(), gradients, strict=True)]
         params = params.with_tensors([settle(t) for t in steps] if settled else steps)
-    return params, History(loss, acc)
+    kept_params = None if trajectory is None else torch.stack(trajectory)
+    return params, History(loss, acc, kept_params)
 
 
 def blocks_threads(block: tuple[int, bool], threads: int) -> int:
@@ -164,19 +182,33 @@ def blocks_threads(block: tuple[int, bool], threads: int) -> int:
 
 
 def descend_blocks(
-    params: Params, step, labels: torch.Tensor, epochs: int, lr: float, size: int, threads: int
+    params: Params,
+    step,
+    labels: torch.Tensor,
+    epochs: int,
+    lr: float,
+    size: int,
+    threads: int,
+    kept: bool = False,
 ) -> tuple[Params, History]:
     """`descend` for `size` runs at a time, the blocks on `threads` threads of our own
     (pipeline/models/threads.py). Runs are independent, so a block changes no number
     beyond float rounding, and a small one keeps its temporaries in cache."""
-    jobs = [partial(descend, block, step, labels, epochs, lr) for _, block in params.blocks(size)]
+    jobs = [
+        partial(descend, block, step, labels, epochs, lr, kept=kept)
+        for _, block in params.blocks(size)
+    ]
     return joined(run_jobs(jobs, threads))
 
 
 def joined(blocks: list[tuple[Params, History]]) -> tuple[Params, History]:
     """Blocks of runs, each trained with its history, as one set of runs."""
+    histories = [h for _, h in blocks]
+    kept = None if histories[0].params is None else torch.cat([h.params for h in histories], 1)
     history = History(
-        torch.cat([h.loss for _, h in blocks], 1), torch.cat([h.accuracy for _, h in blocks], 1)
+        torch.cat([h.loss for h in histories], 1),
+        torch.cat([h.accuracy for h in histories], 1),
+        kept,
     )
     return cat_runs([block for block, _ in blocks]), history
 

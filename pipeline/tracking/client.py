@@ -24,7 +24,13 @@ if TYPE_CHECKING:
 BATCH = 1000  # MLflow's limit of metrics per log_batch call
 
 
-def metric_batches(values: dict[str, float], curves: pd.DataFrame | None = None):
+def metric_batches(
+    values: dict[str, float],
+    curves: pd.DataFrame | None = None,
+    steps: dict[str, list[tuple[int, float]]] | None = None,
+):
+    """MLflow Metrics in batches: `values` at step 0, the training curves and each
+    experiment's step metrics (`steps`: key -> (step, value) points) at their steps."""
     from mlflow.entities import Metric
 
     now = int(time.time() * 1000)
@@ -35,6 +41,8 @@ def metric_batches(values: dict[str, float], curves: pd.DataFrame | None = None)
                 Metric(f"train/{column}", float(value), now, int(step))
                 for step, value in zip(curves["epoch"], curves[column], strict=True)
             ]
+    for key, points in (steps or {}).items():
+        metrics += [Metric(key, float(value), now, int(step)) for step, value in points]
     for start in range(0, len(metrics), BATCH):
         yield metrics[start : start + BATCH]
 
@@ -111,6 +119,7 @@ def log_run(
     values: dict,
     curves: pd.DataFrame | None = None,
     dataset=None,
+    steps: dict[str, list[tuple[int, float]]] | None = None,
 ) -> str:
     from mlflow.entities import Param
 
@@ -119,7 +128,7 @@ def log_run(
     param_list = [Param(k, v[:6000]) for k, v in params.items()]
     for start in range(0, len(param_list), 100):
         client.log_batch(run_id, params=param_list[start : start + 100])
-    for batch in metric_batches(values, curves):
+    for batch in metric_batches(values, curves, steps):
         client.log_batch(run_id, metrics=batch)
     if dataset is not None:
         client.log_inputs(run_id, datasets=[dataset])

@@ -84,6 +84,17 @@ def experiment_metrics(documents: dict[str, dict | None], seed: str) -> dict[str
     return values
 
 
+def experiment_steps(documents: dict[str, dict | None], seed: str) -> dict:
+    """Each experiment's step metrics of one lesson run (its tracked.py's optional
+    `run_steps`: key -> (step, value) points, a chart in the UI)."""
+    points: dict[str, list[tuple[int, float]]] = {}
+    for name, document in documents.items():
+        steps = getattr(experiment_part(name, "tracked"), "run_steps", None)
+        if document is not None and steps is not None:
+            points.update(steps(document, seed))
+    return points
+
+
 def description(cfg: Config, values: dict[str, float], baseline: Config, label: str) -> str:
     """One line for mlflow.note.content: what changed, and the gap (`values`: the
     parent's metrics)."""
@@ -287,6 +298,7 @@ def _log_children_and_artifacts(
             values,
             state.curves[state.curves["seed"] == int(seed)],
             dataset,
+            experiment_steps(state.experiments, seed),
         )
         client.set_terminated(child)
         children[seed] = child

@@ -79,6 +79,12 @@ def test_seeds_needed_on_a_hand_grid():
     assert seeds_needed(probabilities, resamples=100) == {"k": 5, "k_low": 2, "k_high": 25}
 
 
+def test_seeds_needed_looks_past_a_dip():
+    # k=1 reaches 0.95 by luck, k=2 and k=5 fall below, k=10 on stay above: k is 10.
+    probabilities = {1: 0.97, 2: 0.9, 5: 0.7, 10: 0.96, 25: 0.99}
+    assert seeds_needed(probabilities, resamples=100_000)["k"] == 10
+
+
 def test_seeds_needed_none_when_no_k_reaches_the_target():
     assert seeds_needed({1: 0.2, 2: 0.3}, resamples=100) == {
         "k": None,

@@ -78,7 +78,15 @@ def _reaches(probability: float, target: float) -> bool:
 
 
 def _smallest(ks: list[int], passes: list[bool]) -> int | None:
-    return next((k for k, ok in zip(ks, passes, strict=True) if ok), None)
+    """The smallest k from which every larger k of the grid passes too: a claim whose
+    probability dips again (a single seed can land on the right verdict for the wrong
+    reason) needs the k past the dip."""
+    needed = None
+    for k, ok in reversed(list(zip(ks, passes, strict=True))):
+        if not ok:
+            break
+        needed = k
+    return needed
 
 
 def seeds_needed(
@@ -88,9 +96,9 @@ def seeds_needed(
     from each probability's Monte-Carlo error (its Wilson interval over
     `resamples` studies, successes = round(p * resamples)).
 
-    "k": the smallest k with p >= target; "k_low": the smallest k whose Wilson
-    upper bound reaches it (the optimistic end); "k_high": the smallest k whose
-    Wilson lower bound reaches it (the cautious end). None where no k does. k is
+    "k": the smallest k with p >= target there and at every larger k of the grid;
+    "k_low": the same with each Wilson upper bound (the optimistic end); "k_high":
+    with each Wilson lower bound (the cautious end). None where the largest k fails. k is
     searched only over the given grid (the keys, ascending): the answer is a grid
     point, not the exact smallest integer.
     """

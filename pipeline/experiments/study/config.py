@@ -11,6 +11,7 @@ PATHS = {
     "study_seeds": "reports/study/seeds.parquet",
     "study_params": "reports/study/params.parquet",
     "study_summary": "reports/study/summary.json",
+    "study_dynamics": "reports/study/dynamics.parquet",
 }
 FOLDERS = ()  # the paths that are folders
 
@@ -25,11 +26,19 @@ class Settings:
     bootstrap: int = 1000  # resamples of the multi-bootstrap (seeds and held-out examples together)
     bootstrap_seed: int = 0
     chunk: int = 250  # seeds trained at once: bounds the memory; numbers agree to float64 rounding
+    # the dynamics' weight-effect agreement every this many epochs (and at the end):
+    # its step ablation costs a forward pass per step
+    agreement_every: int = 50
     # "i/n": train only shard i of n (python -m pipeline merge_study joins them)
     shard: str | None = None
 
 
-RANGES = {"seeds": at_least(2), "bootstrap": at_least(1), "chunk": at_least(1)}
+RANGES = {
+    "seeds": at_least(2),
+    "bootstrap": at_least(1),
+    "chunk": at_least(1),
+    "agreement_every": at_least(1),
+}
 RELATIVE: dict[str, str] = {}
 
 

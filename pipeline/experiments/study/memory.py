@@ -3,13 +3,37 @@
 
 from __future__ import annotations
 
+from pipeline.analysis.epochs import EPOCH_VALUES
 from pipeline.config.bounds import MemoryTerm, sequences_term
 from pipeline.config.schema import Config
+from pipeline.memory.sizes import DTYPE_BYTES
 from pipeline.memory.study import study_terms
+from pipeline.models import interface
+
+
+def dynamics_terms(cfg: Config) -> list[MemoryTerm]:
+    """The dynamics: every run's parameters at every epoch while its chunk trains, and
+    the per-epoch numbers of every seed (the table written, with its copies)."""
+    seeds, epochs = (
+        ("seeds", "study.seeds", cfg.study.seeds),
+        ("epochs", "train.epochs", cfg.train.epochs + 1),
+    )
+    size = ("bytes", "", DTYPE_BYTES[cfg.train.dtype])
+    per_run = ("parameters per run", "model", interface.parameter_count(cfg.model, cfg.data.steps))
+    return [
+        MemoryTerm("the trajectories", (seeds, epochs, per_run, size)),
+        MemoryTerm(
+            "the per-epoch numbers",
+            (seeds, epochs, ("values", "", len(EPOCH_VALUES) + 2), size, ("copies", "", 3)),
+        ),
+    ]
 
 
 def stage_terms(cfg: Config) -> dict[str, list[MemoryTerm]]:
     """The study stage's terms, by its name in dvc.yaml, and the report stage's read of
     the study's per-example table."""
     study = study_terms(cfg, cfg.study.seeds, "study.seeds")
-    return {"study": [sequences_term(cfg), *study], "report": [study[4]]}
+    return {
+        "study": [sequences_term(cfg), *study, *dynamics_terms(cfg)],
+        "report": [study[4]],
+    }

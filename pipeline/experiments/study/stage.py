@@ -2,7 +2,8 @@
 data -> seeds.parquet (every per-seed number and the trained parameters),
 params.parquet (the parameters alone, which the faithfulness stage reads: an eval.*
 change rewrites seeds.parquet but not these bytes, so the battery does not rerun),
-summary.json."""
+summary.json, dynamics.parquet (every seed's numbers at every epoch, measured during
+the same training: pipeline/analysis/epochs.py)."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ from pipeline.stages.start import checked_params
 
 def main() -> None:
     cfg = checked_params("study")
-    table, summary = seed_study.run(
-        cfg, read_parquet(cfg.paths.sequences), seed_study.show_progress()
-    )
+    frame = read_parquet(cfg.paths.sequences)
+    runs = seed_study.study_runs(cfg, frame, seed_study.show_progress(), dynamics=True)
+    table, summary = seed_study.outcome(cfg, frame, runs)
     with provenance.publishing(cfg, "study"):
         write_parquet(cfg.paths.study_seeds, table)
         columns = ["seed", *interface.flat_names(cfg.model, cfg.data.steps)]
         write_parquet(cfg.paths.study_params, table[columns])
+        write_parquet(cfg.paths.study_dynamics, seed_study.dynamics_table(runs))
         write_json(cfg.paths.study_summary, summary)
     print(study_line(summary))
 

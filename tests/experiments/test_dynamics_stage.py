@@ -1,0 +1,125 @@
+"""The dynamics stage (pipeline/experiments/dynamics/stage.py) on a small study: its
+document against the study it reads, its section, figures and bad settings."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+from pipeline import data
+from pipeline.analysis import seed_study
+from pipeline.config import compose, validate
+from pipeline.core import ties
+from pipeline.core.errors import ConfigError
+from pipeline.experiments import dynamics
+from pipeline.experiments.dynamics import figures, section, stage, summary
+from pipeline.models import interface
+from tests.conftest import small_overrides
+
+SMALL = [
+    *small_overrides(),
+    "study.seeds=6",
+    "study.bootstrap=20",
+    "dynamics.claim_resamples=50",
+    "dynamics.phase_seeds=2",
+    "dynamics.flip_seeds=4",
+    "dynamics.phase_lrs=[0.3,0.6]",
+    "dynamics.phase_init_scales=[0.5,0.9]",
+]
+
+
+@pytest.fixture(scope="module")
+def result():
+    cfg = validate(compose(SMALL))
+    frame = data.generate(cfg.data)
+    runs = seed_study.study_runs(cfg, frame, dynamics=True)
+    table, study_summary = seed_study.outcome(cfg, frame, runs)
+    names = interface.flat_names(cfg.model, cfg.data.steps)
+    battery = pd.DataFrame(
+        {
+            "seed": table["seed"],
+            "explainer": "attention",
+            "hit_at_1": table["argmax_hit"],
+            "tau_loo": 0.1,
+        }
+    )
+    inputs = {
+        "sequences": frame,
+        "dynamics": seed_study.dynamics_table(runs),
+        "seeds": table,
+        "params": table[["seed", *names]],
+        "battery": battery,
+        "cells": [
+            {"per_seed_heldout_accuracy": [0.9, 0.8]},
+            {"per_seed_heldout_accuracy": [0.7, 0.8]},
+        ],
+    }
+    return cfg, runs, table, stage.run(cfg, inputs, study_summary)
+
+
+def test_the_document_has_its_declared_shape(result):
+    document = result[3]
+    assert set(document) == set(dynamics.SHAPE)
+    assert all(isinstance(document[key], kind) for key, kind in dynamics.SHAPE.items())
+
+
+def test_each_seed_settles_where_its_hit_stays_at_the_threshold(result):
+    _, runs, _, document = result
+    hit = runs.epochs["argmax_hit"]
+    for column, epoch in enumerate(document["emergence"]["per_seed"]):
+        reached = ~ties.below(hit[:, column], 0.9)
+        if epoch < 0:
+            assert not bool(reached[-1])
+        else:
+            assert bool(reached[epoch:].all())
+            assert epoch == 0 or not bool(reached[epoch - 1])
+
+
+def test_the_lesson_s_phase_cell_is_the_study_s_runs(result):
+    # The cell at the lesson's lr and init scale trains seeds 1..2 as the study did.
+    cfg, _, table, document = result
+    phases = document["phases"]
+    row, column = phases["init_scales"].index(0.9), phases["lrs"].index(cfg.train.lr)
+    hit = torch.tensor(table["argmax_hit"][:2].to_numpy())
+    found = float((~ties.below(hit, 0.9)).to(torch.float64).mean())
+    assert phases["share_found"][row][column] == found
+    accuracy = float(table["heldout_accuracy"][:2].mean())
+    assert phases["heldout_accuracy"][row][column] == pytest.approx(accuracy, abs=1e-12)
+
+
+def test_the_observed_variance_is_the_study_s_accuracies(result):
+    _, _, table, document = result
+    observed = float(torch.tensor(table["heldout_accuracy"].to_numpy()).var())
+    assert document["noise"]["observed"] == pytest.approx(observed, abs=1e-12)
+
+
+def test_the_two_heads_claim_reads_the_paired_cells(result):
+    # Paired gains 0.2 and 0.0: the mean is above 0, so the claim holds on 2 seeds.
+    claim = result[3]["claims"]["two heads beat one on the two-pattern task"]
+    assert claim["verdict"] is True and claim["seeds"] == 2
+
+
+def test_the_section_figures_summary_and_headline(result):
+    document = result[3]
+    text = section.mechanism_over_training(document, [])
+    assert text.startswith("## The mechanism over training")
+    assert "MultiBERTs (25)" in text and "PolyPythias (10)" in text
+    assert "init scale 0.9" in text
+    for plot in figures.dynamics_figures(document):
+        plot.draw(Figure(figsize=plot.size))
+    assert set(section.headline(document)["dynamics"]) >= {"share_never_found", "variance_ratio"}
+    assert "seeds over training" in summary.lines(validate(compose(SMALL)), document)[1]
+
+
+def test_bad_settings_are_refused_in_one_line():
+    with pytest.raises(ConfigError, match="dynamics.two_heads"):
+        validate(compose([*SMALL, "dynamics.two_heads=nope"]))
+    with pytest.raises(ConfigError, match="dynamics.flip_seeds"):
+        validate(compose([*SMALL, "dynamics.flip_seeds=7"]))
+    with pytest.raises(ConfigError, match="dynamics.predict_epochs"):
+        validate(compose([*SMALL, "dynamics.predict_epochs=[0,31]"]))
+    cfg = validate(compose([*SMALL, "dynamics.flip_parameter=19"]))
+    with pytest.raises(ConfigError, match="dynamics.flip_parameter=19"):
+        stage.run(cfg, {}, {})
