@@ -290,7 +290,6 @@ def small_overrides() -> list[str]:
         "train.epochs=30",
         "study.seeds=4",
         "study.bootstrap=20",
-        "dynamics.flip_seeds=2",
         "dynamics.phase_seeds=2",
         "grid.seeds=2",
         "grid.epochs=30",

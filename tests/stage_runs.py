@@ -61,9 +61,15 @@ def _as_read(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.read_parquet(io.BytesIO(parquet_bytes(frame)))
 
 
+# The grid's two-heads cells the dynamics stage pairs, as the lesson group has no grid.
+TWO_HEADS, ONE_HEAD = [0.9, 0.8, 0.95], [0.7, 0.8, 0.9]
+
+
 def lesson_stages(cfg: Config) -> dict[str, bytes]:
-    """generate, train, evaluate, study, faithfulness and report, each on the one before."""
+    """generate, train, evaluate, study, faithfulness, dynamics and report, each on the
+    one before."""
     from pipeline.analysis import seed_study
+    from pipeline.experiments.dynamics import stage as dynamics
     from pipeline.experiments.faithfulness import stage as faithfulness
     from pipeline.models import frames
     from pipeline.stages import evaluate, generate, report, train
@@ -73,8 +79,22 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
     lesson = frames.params_to_frame(params, cfg.train.seeds, cfg.model, cfg.data.steps)
     curves = train.curves_frame(history, list(cfg.train.seeds))
     document, steps = evaluate.run(cfg, frame, summary, params)
-    study, study_summary = seed_study.run(cfg, frame)
+    runs = seed_study.study_runs(cfg, frame, dynamics=True)
+    study, study_summary = seed_study.outcome(cfg, frame, runs)
+    epochs = seed_study.dynamics_table(runs)
     battery, battery_seeds, battery_summary = faithfulness.run(cfg, frame, lesson, study)
+    inputs = {
+        "sequences": frame,
+        "dynamics": _as_read(epochs),
+        "seeds": _as_read(study),
+        "params": _as_read(study),
+        "battery": _as_read(battery_seeds),
+        "cells": [
+            {"per_seed_heldout_accuracy": TWO_HEADS},
+            {"per_seed_heldout_accuracy": ONE_HEAD},
+        ],
+    }
+    mechanism = dynamics.run(cfg, inputs, _read_back(study_summary))
     markdown, pngs, weights, page = report.run(
         cfg,
         _read_back(document),
@@ -82,6 +102,7 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
         _as_read(curves),
         {
             "study": (_read_back(study_summary), _as_read(study)),
+            "dynamics": _read_back(mechanism),
             "faithfulness": (
                 _read_back(battery),
                 _read_back(battery_summary),
@@ -92,7 +113,8 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
     return {
         "train": parquet_bytes(lesson) + parquet_bytes(curves),
         "evaluate": as_json(document) + parquet_bytes(steps),
-        "study": parquet_bytes(study) + as_json(study_summary),
+        "study": parquet_bytes(study) + as_json(study_summary) + parquet_bytes(epochs),
+        "dynamics": as_json(mechanism),
         "faithfulness": as_json(battery) + parquet_bytes(battery_seeds) + as_json(battery_summary),
         "report": markdown.encode()
         + b"".join(pngs.values())
@@ -154,7 +176,7 @@ def field_stages(cfg: Config) -> dict[str, bytes]:
 # Each computing stage's outputs, by the id its test takes.
 GROUPS = {"lesson": lesson_stages, "grid": grid_cells, "debate": debate_cells}
 NAMES = {
-    "lesson": ["train", "evaluate", "study", "faithfulness", "report"],
+    "lesson": ["train", "evaluate", "study", "faithfulness", "dynamics", "report"],
     "grid": [*(f"grid {t}-{v}" for t, v in GRID_CELLS), "next_lesson"],
     "debate": [*(f"debate {t}-{v}" for t, v in DEBATE_CELLS), "debate_figures"],
 }

@@ -166,7 +166,7 @@ def test_a_provenance_record_of_the_wrong_shape_is_one_line(tmp_path, monkeypatc
         )
 
 
-@pytest.mark.parametrize("stage", ["erasure", "abstraction", "roar"])
+@pytest.mark.parametrize("stage", ["erasure", "abstraction", "roar", "dynamics"])
 def test_an_experiment_s_document_of_another_shape_is_one_line(
     tmp_path, monkeypatch, small_cfg, stage
 ):

@@ -71,7 +71,7 @@ def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads
     debate = [f"debate@{name}" for name in cfg.debate.cells]
     assert list(estimates) == [
         "generate", "train", "evaluate", "report", "study", "faithfulness",
-        *cells, *debate, "erasure", "abstraction", "roar",
+        *cells, *debate, "erasure", "abstraction", "roar", "dynamics",
     ]  # fmt: skip
     assert estimated_bytes(cfg) == max(estimates.values())
     # The case the issue measured: window12 at 1000 seeds peaked at 4.96 GiB, where

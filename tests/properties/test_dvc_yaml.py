@@ -12,7 +12,7 @@ import pytest
 
 from pipeline.config import PROJECT_ROOT
 from pipeline.config.provenance import PIPELINE_FILE, stages
-from pipeline.core.kinds import EXPERIMENTS
+from pipeline.core.kinds import EXPERIMENTS, experiment_part
 from pipeline.stages.dvc_yaml import generated, import_closure, stage_module, with_code_deps
 
 
@@ -137,3 +137,17 @@ def test_dvc_lock_holds_the_committed_code_and_params():
                 if not path.startswith(generated_folders):
                     stale.setdefault(stage, []).append(f"{path}: {state}")
     assert not stale, f"dvc.lock is stale (run `dvc commit -f`): {stale}"
+
+
+def test_the_report_and_track_stages_read_every_experiment_s_outputs():
+    """The report shows each experiment's section and the track stage logs each one's
+    numbers: each lists one of the experiment's outputs as a data dep, so that a
+    changed result reruns them (dynamics.json once changed and left the report stale)."""
+    for reader in ("report", "track"):
+        deps = [dep for dep in stages()[reader]["deps"] if isinstance(dep, str)]
+        for name, package in EXPERIMENTS.items():
+            paths = experiment_part(name, "config").PATHS
+            folder = PROJECT_ROOT / package.replace(".", "/")
+            if reader == "track" and not (folder / "tracked.py").exists():
+                continue  # its stages log their own runs
+            assert any(f"${{paths.{key}}}" in deps for key in paths), (reader, name)

@@ -79,6 +79,7 @@ def ran_stages(output: str) -> set[str]:
 # The next lesson's cells in the small clone: one of each experiment.
 SMALL_GRID = {
     "two_patterns-multihead2": ("two_patterns", "multihead2"),
+    "two_patterns-lesson": ("two_patterns", "lesson"),  # the dynamics' one head
     "rise-window2": ("rise", "window2"),
 }
 
@@ -92,7 +93,7 @@ CELL_STAGES = (
 )
 
 # The field's newer tests (docs/field.md): each reads the lesson's or the study's runs.
-FIELD_STAGES = {"erasure", "roar", "abstraction"}
+FIELD_STAGES = {"erasure", "roar", "abstraction", "dynamics"}
 
 
 def shrink_grid(repo: Path) -> None:

@@ -35,7 +35,7 @@ SMALL = ["train.epochs=30", "study.seeds=4"]  # neither is a param of the grid o
 # What the experiment reruns: not the grid's or the debate's cells. The stages that
 # read `tracking` (turned off) rerun too: the two that draw the cells' figures.
 RERUN = {"generate", "train", "evaluate", "study", "faithfulness", "report", "track"}
-RERUN |= {"next_lesson", "debate_figures", "erasure", "roar", "abstraction"}
+RERUN |= {"next_lesson", "debate_figures", "erasure", "roar", "abstraction", "dynamics"}
 # DVC and the stages it starts: this interpreter's venv first on PATH.
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
 

@@ -83,11 +83,12 @@ def claims_summary(cfg: Config, columns: dict[str, torch.Tensor], run_accuracy: 
             columns["high_weight_low_effect"],
             seeds_needed.weight_not_effect(),
         ),
-        "two heads beat one on the two-pattern task": (
+    }
+    if "heads" in columns:  # the grid has both cells
+        claims["two heads beat one on the two-pattern task"] = (
             columns["heads"],
             seeds_needed.two_heads_beat_one(),
-        ),
-    }
+        )
     generator = torch.Generator().manual_seed(cfg.dynamics.claim_seed)
     document = {}
     for claim, (values, verdict) in claims.items():
@@ -100,20 +101,22 @@ def claims_summary(cfg: Config, columns: dict[str, torch.Tensor], run_accuracy: 
 
 def claim_columns(seeds: pd.DataFrame, battery: pd.DataFrame, cells: list[dict]) -> dict:
     """The per-seed values each claim reads: the study's, the battery's attention scores,
-    the grid's paired two-head and one-head cells (`cells`, in that order)."""
+    the grid's paired two-head and one-head cells (`cells`, in that order; none where
+    the grid lacks them)."""
     attention = battery[battery["explainer"] == "attention"].sort_values("seed")
 
     def column(frame: pd.DataFrame, *names: str) -> torch.Tensor:
         return torch.tensor(frame[list(names)].to_numpy(copy=True), dtype=torch.float64)
 
-    return {
+    columns = {
         "heldout": column(seeds, "heldout_accuracy"),
         "attention": column(attention, "hit_at_1", "tau_loo"),
         "high_weight_low_effect": column(seeds, "high_weight_low_effect"),
-        "heads": torch.tensor(
-            [cell["per_seed_heldout_accuracy"] for cell in cells], dtype=torch.float64
-        ).T,
     }
+    if cells:
+        accuracies = [cell["per_seed_heldout_accuracy"] for cell in cells]
+        columns["heads"] = torch.tensor(accuracies, dtype=torch.float64).T
+    return columns
 
 
 def heldout_correct(cfg: Config, params: pd.DataFrame, heldout) -> torch.Tensor:
@@ -193,7 +196,11 @@ def run(cfg: Config, inputs: dict, lesson_summary: dict) -> dict:
             generator,
         ),
         "predictors": predictor_summary(
-            matrices, list(settings.predict_epochs), settings.found, resamples, generator
+            matrices,
+            [epoch for epoch in settings.predict_epochs if epoch <= cfg.train.epochs],
+            settings.found,
+            resamples,
+            generator,
         ),
         "claims": claims_summary(
             cfg, claim_columns(seeds_frame, inputs["battery"], inputs["cells"]), first
@@ -208,11 +215,23 @@ def run(cfg: Config, inputs: dict, lesson_summary: dict) -> dict:
             "parameter": settings.flip_parameter,
             "seeds": len(flip_seeds),
             **noise.flip_changes(before, flipped),
+            "stories_changed": round(
+                noise.flip_changes(before, flipped)["share_story_changed"] * len(flip_seeds)
+            ),
             "max_parameter_change": moved,
         },
         "phases": phases.phase_diagram(cfg, phase_columns),
         "curves": curves(matrices, lesson, seeds),
     }
+
+
+def two_heads_cells(cfg: Config) -> list[dict]:
+    """The grid's dynamics.two_heads and dynamics.one_head cells' documents, or none
+    where grid.cells lacks either."""
+    names = (cfg.dynamics.two_heads, cfg.dynamics.one_head)
+    if not all(name in cfg.grid.cells for name in names):
+        return []
+    return [read_json(Path(cfg.paths.grid) / f"{name}.json") for name in names]
 
 
 def main() -> None:
@@ -223,10 +242,7 @@ def main() -> None:
         "seeds": read_parquet(cfg.paths.study_seeds),
         "params": read_parquet(cfg.paths.study_params),
         "battery": read_parquet(cfg.paths.study_faithfulness_seeds),
-        "cells": [
-            read_json(Path(cfg.paths.grid) / f"{name}.json")
-            for name in (cfg.dynamics.two_heads, cfg.dynamics.one_head)
-        ],
+        "cells": two_heads_cells(cfg),
     }
     lesson_summary = read_json(Path(cfg.paths.study_summary))
     document = run(cfg, inputs, lesson_summary)

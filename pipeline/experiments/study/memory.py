@@ -19,7 +19,10 @@ def dynamics_terms(cfg: Config) -> list[MemoryTerm]:
         ("epochs", "train.epochs", cfg.train.epochs + 1),
     )
     size = ("bytes", "", DTYPE_BYTES[cfg.train.dtype])
-    per_run = ("parameters per run", "model", interface.parameter_count(cfg.model, cfg.data.steps))
+    sizes = {"model.d_k": cfg.model.d_k, "model.d_v": cfg.model.d_v, "data.steps": cfg.data.steps}
+    grows_with = max(sizes, key=sizes.__getitem__)  # what a run's parameter count grows with
+    count = interface.parameter_count(cfg.model, cfg.data.steps)
+    per_run = ("parameters per run", grows_with, count)
     return [
         MemoryTerm("the trajectories", (seeds, epochs, per_run, size)),
         MemoryTerm(
