@@ -25,14 +25,13 @@ def study_job(cfg: Config) -> dict:
     # bad value is one line at once, not after torch's start-up.
     from pipeline import data
     from pipeline.analysis.seed_study import (
-        SHARD_FILE,
         outside_accuracy,
         run,
-        shard_bytes,
         show_progress,
         study_seeds,
         train_seeds,
     )
+    from pipeline.analysis.study_shards import SHARD_FILE, shard_bytes
     from pipeline.experiments.study.study_runs import log_study
 
     if cfg.tracking.enabled and cfg.study.shard is None:

@@ -68,7 +68,7 @@ TWO_HEADS, ONE_HEAD = [0.9, 0.8, 0.95], [0.7, 0.8, 0.9]
 def lesson_stages(cfg: Config) -> dict[str, bytes]:
     """generate, train, evaluate, study, faithfulness, dynamics and report, each on the
     one before."""
-    from pipeline.analysis import seed_study
+    from pipeline.analysis import epochs, seed_study
     from pipeline.experiments.dynamics import stage as dynamics
     from pipeline.experiments.faithfulness import stage as faithfulness
     from pipeline.models import frames
@@ -81,7 +81,7 @@ def lesson_stages(cfg: Config) -> dict[str, bytes]:
     document, steps = evaluate.run(cfg, frame, summary, params)
     runs = seed_study.study_runs(cfg, frame, dynamics=True)
     study, study_summary = seed_study.outcome(cfg, frame, runs)
-    epochs = seed_study.dynamics_table(runs)
+    epochs = epochs.epochs_table(runs.seeds, runs.epochs)
     battery, battery_seeds, battery_summary = faithfulness.run(cfg, frame, lesson, study)
     inputs = {
         "sequences": frame,

@@ -11,6 +11,7 @@ are training's own (`History`), so no epoch is evaluated on the train split twic
 
 from __future__ import annotations
 
+import pandas as pd
 import torch
 
 from pipeline.analysis import metrics
@@ -90,3 +91,19 @@ def epoch_values(
     }
     values.update({name: torch.stack([row[name] for row in rows]) for name in rows[0]})
     return {name: values[name] for name in EPOCH_VALUES}
+
+
+def epochs_table(seeds: list[int], values: dict[str, torch.Tensor]) -> pd.DataFrame:
+    """One row per seed and epoch (0..epochs, the last the trained model) of
+    `epoch_values`' numbers (each (epochs + 1, S)), NaN where the agreement is not
+    measured: reports/study/dynamics.parquet."""
+    rows = next(iter(values.values())).shape[0]
+    table = pd.DataFrame(
+        {
+            "seed": [seed for seed in seeds for _ in range(rows)],
+            "epoch": list(range(rows)) * len(seeds),
+        }
+    )
+    for name, value in values.items():
+        table[name] = value.T.reshape(-1).numpy()
+    return table

@@ -5,18 +5,15 @@ train.seeds does, and train on the lesson's data with the model/train
 settings, study.chunk seeds at a time. Every per-seed number of the lesson
 (docs/lesson.md) is kept per seed; the summary says how they spread, how often two
 seeds differ by at least the lesson's gap, and where the lesson's seeds
-(train.seeds) rank. A study may run in shards (`shard_bytes`, `merge_shards`).
+(train.seeds) rank. A study may run in shards (pipeline/analysis/study_shards.py).
 The DVC stage is pipeline/experiments/study/stage.py, the Hydra app pipeline/study.py.
 """
 
 from __future__ import annotations
 
-import io
-import json
 import sys
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -25,15 +22,11 @@ from tqdm import tqdm
 
 from pipeline.analysis import epochs, metrics, stats
 from pipeline.config import (
-    NUMBER_GROUPS,
     Config,
-    flatten,
     shard_of,
-    to_container,
-    validate,
 )
 from pipeline.core import measures, ties
-from pipeline.core.errors import ConfigError, DivergenceError, PipelineError
+from pipeline.core.errors import ConfigError, DivergenceError
 from pipeline.memory.device import pieces, training_piece
 from pipeline.memory.study import chunk_runs
 from pipeline.models import frames, interface
@@ -42,7 +35,6 @@ from pipeline.models.threads import available, run_jobs, workers
 from pipeline.models.train import History, device_and_dtype, finite_runs, runs_together, train
 
 NAMED_DIVERGED = 20  # seeds listed in a divergence error; the count is always given
-SHARD_FILE = "shard.pt"  # what a study.shard job writes into its Hydra run directory
 # A trained chunk: its diverged seeds, else its flat parameters, per-example values and
 # (the study's dynamics) per-epoch values.
 ChunkResult = tuple[list[int], torch.Tensor, dict[str, torch.Tensor], dict[str, torch.Tensor]]
@@ -342,122 +334,6 @@ def outcome(cfg: Config, frame: pd.DataFrame, runs: SeedRuns) -> tuple[pd.DataFr
     return seeds_table(runs, cfg), summarize(runs, cfg, lesson)
 
 
-def dynamics_table(runs: SeedRuns) -> pd.DataFrame:
-    """One row per seed and epoch (0..epochs, the last the trained model): the
-    per-epoch numbers of analysis/epochs.py, NaN where the agreement is not measured."""
-    first = next(iter(runs.epochs.values()))
-    rows, seeds = first.shape
-    table = pd.DataFrame(
-        {
-            "seed": [seed for seed in runs.seeds for _ in range(rows)],
-            "epoch": list(range(rows)) * seeds,
-        }
-    )
-    for name, values in runs.epochs.items():
-        table[name] = values.T.reshape(-1).numpy()
-    return table
-
-
 def show_progress() -> bool:
     """A progress bar on a terminal; CI logs stay quiet."""
     return sys.stderr.isatty()
-
-
-def shard_config(cfg: Config) -> dict:
-    """What every shard of one study shares: the number-shaping config but the shard."""
-    config = to_container(cfg)
-    config["study"]["shard"] = None
-    return {group: config[group] for group in NUMBER_GROUPS}
-
-
-def shard_bytes(cfg: Config, runs: SeedRuns, outside: dict[int, float]) -> bytes:
-    """shard.pt: a shard's runs with their per-example values (the bootstrap resamples
-    examples), the lesson seeds trained outside the study, and the config."""
-    buffer = io.BytesIO()
-    document = {
-        "config": json.dumps(shard_config(cfg), sort_keys=True),
-        "shard": cfg.study.shard,
-        "seeds": torch.tensor(runs.seeds),
-        "params": runs.params,
-        "values": runs.values,
-        "outside": {str(seed): accuracy for seed, accuracy in outside.items()},
-    }
-    torch.save(document, buffer)
-    return buffer.getvalue()
-
-
-# What shard_bytes writes, and the type each entry must have.
-SHARD_TYPES = {
-    "config": str,
-    "shard": str,
-    "seeds": torch.Tensor,
-    "params": torch.Tensor,
-    "values": dict,
-    "outside": dict,
-}
-
-
-def load_shard(path: Path) -> tuple[int, int, dict]:
-    """(index, count, document) of a shard.pt, or a one-line error naming the file.
-
-    weights_only=True: a file of unknown origin runs no code when loaded. torch's own
-    error is not relayed, since it advises loading with weights_only=False."""
-    try:
-        document = torch.load(path, weights_only=True)
-        index, count = map(int, document["shard"].split("/"))
-        if not all(isinstance(document[key], kind) for key, kind in SHARD_TYPES.items()):
-            raise TypeError("not the entries shard_bytes writes")
-        json.loads(document["config"])
-    except OSError as err:
-        raise PipelineError(f"cannot read shard {path}: {err.strerror or err}") from None
-    except Exception:  # torch raises several types for a damaged or foreign file
-        raise PipelineError(
-            f"cannot read shard {path}: not a study shard, or a damaged one"
-        ) from None
-    return index, count, document
-
-
-def merge_shards(paths: list[Path]) -> tuple[Config, SeedRuns, dict[int, float]]:
-    """(config, runs in seed order, outside accuracy) of the shards in `paths`: one
-    study's shards 0..n-1, each exactly once, or a one-line error."""
-    if not paths:
-        raise PipelineError(f"no {SHARD_FILE} found")
-    shards = {}
-    for path in paths:
-        index, count, document = load_shard(path)
-        if index in shards:
-            raise PipelineError(
-                f"shard {document['shard']} twice: {shards[index][0]} and {path} "
-                "(two sweeps in one directory?)"
-            )
-        shards[index] = (path, count, document)
-    first_path, first_count, first = shards[min(shards)]
-    config = json.loads(first["config"])
-    ours = flatten(config)
-    for path, count, document in shards.values():
-        theirs = flatten(json.loads(document["config"]))
-        changed = sorted(k for k in ours.keys() | theirs.keys() if ours.get(k) != theirs.get(k))
-        if changed or count != first_count:
-            what = ", ".join(changed) or f"shard count {count} vs {first_count}"
-            raise PipelineError(f"{path} is not a shard of {first_path}'s study: {what} differ")
-    missing = sorted(set(range(first_count)) - set(shards))
-    if missing:
-        names = ", ".join(f"{i}/{first_count}" for i in missing)
-        raise PipelineError(f"missing shards {names}: the study needs all {first_count}")
-    ordered = [shards[index][2] for index in range(first_count)]
-    runs = SeedRuns(
-        seeds=torch.cat([d["seeds"] for d in ordered]).tolist(),
-        params=torch.cat([d["params"] for d in ordered]),
-        values={name: torch.cat([d["values"][name] for d in ordered]) for name in first["values"]},
-    )
-    outside = {int(seed): accuracy for seed, accuracy in first["outside"].items()}
-    return validate(config), runs, outside
-
-
-def merged_summary(sweep_dir: Path) -> dict:
-    """The study summary of the shards under `sweep_dir` (a sharded study's sweep):
-    byte for byte what an unsharded run of the same seeds writes."""
-    if not sweep_dir.is_dir():
-        raise PipelineError(f"no such sweep directory: {sweep_dir}")
-    cfg, runs, outside = merge_shards(sorted(sweep_dir.rglob(SHARD_FILE)))
-    return summarize(runs, cfg, lesson_accuracy(cfg, runs, outside))

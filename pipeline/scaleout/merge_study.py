@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipeline.analysis import seed_study
+from pipeline.analysis import study_shards
 from pipeline.core.errors import PipelineError
 from pipeline.core.files import Writes, write_json
 from pipeline.reporting.summary import study_line
@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)  # a refused --out is said before the merge
     try:
-        summary = seed_study.merged_summary(args.sweep_dir)
+        summary = study_shards.merged_summary(args.sweep_dir)
     except PipelineError as err:
         sys.exit(f"error: {err}")
     try:

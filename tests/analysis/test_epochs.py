@@ -68,7 +68,7 @@ def test_agreement_is_measured_only_on_its_rows(study):
 
 def test_the_table_has_one_row_per_seed_and_epoch(study):
     _, runs = study
-    table = seed_study.dynamics_table(runs)
+    table = epochs.epochs_table(runs.seeds, runs.epochs)
     assert len(table) == 3 * 31
     assert list(table.columns) == ["seed", "epoch", *epochs.EPOCH_VALUES]
     row = table[(table["seed"] == 3) & (table["epoch"] == 5)].iloc[0]

@@ -9,7 +9,7 @@ import torch
 from matplotlib.figure import Figure
 
 from pipeline import data
-from pipeline.analysis import seed_study
+from pipeline.analysis import epochs, seed_study
 from pipeline.config import compose, validate
 from pipeline.core import ties
 from pipeline.core.errors import ConfigError
@@ -47,7 +47,7 @@ def result():
     )
     inputs = {
         "sequences": frame,
-        "dynamics": seed_study.dynamics_table(runs),
+        "dynamics": epochs.epochs_table(runs.seeds, runs.epochs),
         "seeds": table,
         "params": table[["seed", *names]],
         "battery": battery,

@@ -60,6 +60,29 @@ CLAIMS = [
     ),
     ("(it beats {:.1%} of the seeds)", ["study/summary.json:lesson_seeds.1.percentile"]),
     (
+        "training, {:.1%} settle their top weight on the marked step (median epoch {:g}), and "
+        "{} of the {} whose accuracy also settles find the step first",
+        [
+            "dynamics/dynamics.json:predictors.share_found",
+            "dynamics/dynamics.json:emergence.median",
+            "dynamics/dynamics.json:emergence.order.rationale_first",
+            "dynamics/dynamics.json:emergence.order.seeds",
+        ],
+    ),
+    (
+        "The seeds spread {:.2f} times as much as test-set noise predicts, and a flipped last "
+        "bit changes the story of {} of {} seeds",
+        [
+            "dynamics/dynamics.json:noise.ratio",
+            "dynamics/dynamics.json:flip.stories_changed",
+            "dynamics/dynamics.json:flip.seeds",
+        ],
+    ),
+    (
+        "That run 1 is unlucky takes {} seeds to show 95% of the time",
+        ["dynamics/dynamics.json:claims.run 1 is an unlucky seed.k"],
+    ),
+    (
         "is {:.2f} on run 1 and {:.2f} on run 2",
         [
             "faithfulness.json:runs.1.attention.tau_loo",

@@ -1,4 +1,4 @@
-"""A seed study cut into shards (pipeline/analysis/seed_study.py's shard files) and
+"""A seed study cut into shards (pipeline/analysis/study_shards.py) and
 merged back by `python -m pipeline merge_study` (pipeline/scaleout/merge_study.py):
 the bytes of one unsharded run, and one line for every shard or output it refuses."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline import data
-from pipeline.analysis import seed_study
+from pipeline.analysis import seed_study, study_shards
 from pipeline.config import ConfigError
 from pipeline.core import precision
 from pipeline.core.errors import PipelineError
@@ -48,9 +48,9 @@ def write_shards(root: Path, count: int, *overrides: str) -> None:
         cfg = small_cfg(*overrides, f"study.shard={index}/{count}")
         frame = data.generate(cfg.data)
         runs = seed_study.train_seeds(cfg, frame, seed_study.study_seeds(cfg.study))
-        payload = seed_study.shard_bytes(cfg, runs, seed_study.outside_accuracy(cfg, frame))
+        payload = study_shards.shard_bytes(cfg, runs, seed_study.outside_accuracy(cfg, frame))
         (root / str(index)).mkdir(parents=True)
-        (root / str(index) / seed_study.SHARD_FILE).write_bytes(payload)
+        (root / str(index) / study_shards.SHARD_FILE).write_bytes(payload)
 
 
 def test_four_shards_merge_to_the_bytes_of_one_run(tmp_path):
@@ -68,7 +68,7 @@ def test_a_shard_file_has_the_same_bytes_every_time():
     cfg = small_cfg("study.shard=1/4")
     frame = data.generate(cfg.data)
     payloads = {
-        seed_study.shard_bytes(
+        study_shards.shard_bytes(
             cfg, seed_study.train_seeds(cfg, frame, seed_study.study_seeds(cfg.study)), {}
         )
         for _ in range(2)
@@ -78,24 +78,24 @@ def test_a_shard_file_has_the_same_bytes_every_time():
 
 def test_merge_refuses_missing_doubled_and_foreign_shards(tmp_path):
     write_shards(tmp_path / "a", 2)
-    (tmp_path / "a" / "1" / seed_study.SHARD_FILE).unlink()
+    (tmp_path / "a" / "1" / study_shards.SHARD_FILE).unlink()
     with pytest.raises(PipelineError, match=r"missing shards 1/2: the study needs all 2"):
-        seed_study.merged_summary(tmp_path / "a")
+        study_shards.merged_summary(tmp_path / "a")
     write_shards(tmp_path / "b", 2, "train.lr=0.3")
     shutil.copytree(tmp_path / "b" / "1", tmp_path / "a" / "1", dirs_exist_ok=True)
     with pytest.raises(PipelineError, match=r"is not a shard of .*: train.lr differ"):
-        seed_study.merged_summary(tmp_path / "a")
+        study_shards.merged_summary(tmp_path / "a")
     shutil.copytree(tmp_path / "b", tmp_path / "c" / "again")
     shutil.copytree(tmp_path / "b", tmp_path / "c" / "b")
     with pytest.raises(PipelineError, match=r"shard 0/2 twice"):
-        seed_study.merged_summary(tmp_path / "c")
+        study_shards.merged_summary(tmp_path / "c")
     (tmp_path / "bad" / "0").mkdir(parents=True)
-    (tmp_path / "bad" / "0" / seed_study.SHARD_FILE).write_bytes(b"not a shard")
+    (tmp_path / "bad" / "0" / study_shards.SHARD_FILE).write_bytes(b"not a shard")
     with pytest.raises(PipelineError, match=r"cannot read shard .*bad/0/shard.pt: "):
-        seed_study.merged_summary(tmp_path / "bad")
+        study_shards.merged_summary(tmp_path / "bad")
     (tmp_path / "empty").mkdir()
     with pytest.raises(PipelineError, match="no shard.pt found"):
-        seed_study.merged_summary(tmp_path / "empty")
+        study_shards.merged_summary(tmp_path / "empty")
     result = run_module("pipeline", "merge_study", str(tmp_path / "missing"), "--out", "x.json")
     assert result.returncode == 1
     assert result.stderr.strip() == f"error: no such sweep directory: {tmp_path / 'missing'}"
@@ -116,7 +116,7 @@ def test_a_file_that_is_not_a_shard_is_named_without_unsafe_advice(tmp_path, pay
 
     import torch
 
-    path = tmp_path / "0" / seed_study.SHARD_FILE
+    path = tmp_path / "0" / study_shards.SHARD_FILE
     path.parent.mkdir()
     if payload == "unsafe":
         buffer = io.BytesIO()
@@ -128,7 +128,7 @@ def test_a_file_that_is_not_a_shard_is_named_without_unsafe_advice(tmp_path, pay
         payload = buffer.getvalue()
     path.write_bytes(payload)
     with pytest.raises(PipelineError) as err:
-        seed_study.merged_summary(tmp_path)
+        study_shards.merged_summary(tmp_path)
     message = str(err.value)
     assert message == f"cannot read shard {path}: not a study shard, or a damaged one"
     assert "weights_only" not in message
@@ -138,7 +138,7 @@ def test_merge_into_an_existing_folder_is_one_line_naming_it(tmp_path, monkeypat
     def no_merge(sweep_dir):
         raise AssertionError("merged before checking --out")
 
-    monkeypatch.setattr(merge_study.seed_study, "merged_summary", no_merge)
+    monkeypatch.setattr(merge_study.study_shards, "merged_summary", no_merge)
     (tmp_path / "sweep").mkdir()
     with pytest.raises(SystemExit) as exit_:
         merge_study.main([str(tmp_path / "sweep"), "--out", str(tmp_path)])
@@ -156,7 +156,7 @@ def test_merge_study_replaces_neither_the_store_nor_the_params(name, tmp_path, m
 
     monkeypatch.setattr(files, "PROJECT_ROOT", tmp_path)
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(merge_study.seed_study, "merged_summary", lambda sweep_dir: {"seeds": 1})
+    monkeypatch.setattr(merge_study.study_shards, "merged_summary", lambda sweep_dir: {"seeds": 1})
     monkeypatch.setattr(merge_study, "study_line", lambda summary: "1 seed")
     (tmp_path / name).write_bytes(b"SQLite format 3\x00 and its pages")
     with pytest.raises(SystemExit) as exit_:
@@ -166,7 +166,7 @@ def test_merge_study_replaces_neither_the_store_nor_the_params(name, tmp_path, m
 
 
 def test_merge_study_replaces_its_own_summary(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(merge_study.seed_study, "merged_summary", lambda sweep_dir: {"seeds": 2})
+    monkeypatch.setattr(merge_study.study_shards, "merged_summary", lambda sweep_dir: {"seeds": 2})
     monkeypatch.setattr(merge_study, "study_line", lambda summary: "2 seeds")
     out = tmp_path / "summary.json"
     out.write_text('{\n  "seeds": 1\n}\n')
@@ -175,7 +175,7 @@ def test_merge_study_replaces_its_own_summary(tmp_path, monkeypatch, capsys):
 
 
 def test_a_summary_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(merge_study.seed_study, "merged_summary", lambda sweep_dir: {"seeds": 1})
+    monkeypatch.setattr(merge_study.study_shards, "merged_summary", lambda sweep_dir: {"seeds": 1})
     monkeypatch.setattr(merge_study, "study_line", lambda summary: "1 seed")
     out = tmp_path / "file" / "summary.json"
     (tmp_path / "file").write_text("a file, not a folder")

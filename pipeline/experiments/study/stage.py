@@ -7,7 +7,7 @@ the same training: pipeline/analysis/epochs.py)."""
 
 from __future__ import annotations
 
-from pipeline.analysis import seed_study
+from pipeline.analysis import epochs, seed_study
 from pipeline.config import provenance
 from pipeline.core.files import read_parquet, write_json, write_parquet
 from pipeline.models import interface
@@ -25,7 +25,7 @@ def main() -> None:
         write_parquet(cfg.paths.study_seeds, table)
         columns = ["seed", *interface.flat_names(cfg.model, cfg.data.steps)]
         write_parquet(cfg.paths.study_params, table[columns])
-        write_parquet(cfg.paths.study_dynamics, seed_study.dynamics_table(runs))
+        write_parquet(cfg.paths.study_dynamics, epochs.epochs_table(runs.seeds, runs.epochs))
         write_json(cfg.paths.study_summary, summary)
     print(study_line(summary))
 
