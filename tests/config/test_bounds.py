@@ -69,6 +69,8 @@ def test_a_seed_key_of_the_schema_cannot_escape_the_seed_check():
         "erasure.seeds",
         "abstraction.seeds",
         "roar.seeds",
+        "dynamics.flip_seeds",
+        "dynamics.phase_seeds",
     }
     assert set(SEED_KEYS) == seedish - counts
     assert "debate.permutation_seed" in SEED_KEYS

@@ -74,6 +74,11 @@ CASES = {
     "study.bootstrap": ("0", "study.bootstrap=0: must be an integer >= 1", "an integer >= 1"),
     "study.bootstrap_seed": ("-1", f"study.bootstrap_seed=-1: must be {SEEDS}", SEEDS),
     "study.chunk": ("0", "study.chunk=0: must be an integer >= 1", "an integer >= 1"),
+    "study.agreement_every": (
+        "0",
+        "study.agreement_every=0: must be an integer >= 1",
+        "an integer >= 1",
+    ),
     "faithfulness.ig_steps": (
         "0",
         "faithfulness.ig_steps=0: must be an integer >= 1",
@@ -192,6 +197,43 @@ CASES = {
         "4",
         "roar.window=4: must be an odd integer in 3..23",
         "an odd integer in 3..2*data.steps-1",
+    ),
+    "dynamics.found": ("1.0", "dynamics.found=1.0: must be in (0, 1)", "in (0, 1)"),
+    "dynamics.predict_epochs": (
+        "[0,-1]",
+        "dynamics.predict_epochs=-1: each epoch must be an integer >= 0",
+        "each epoch an integer >= 0",
+    ),
+    "dynamics.claim_resamples": (
+        "0",
+        "dynamics.claim_resamples=0: must be an integer >= 1",
+        "an integer >= 1",
+    ),
+    "dynamics.claim_seed": ("-1", f"dynamics.claim_seed=-1: must be {SEEDS}", SEEDS),
+    "dynamics.flip_parameter": (
+        "-1",
+        "dynamics.flip_parameter=-1: must be an integer >= 0",
+        "an integer >= 0",
+    ),
+    "dynamics.flip_seeds": (
+        "0",
+        "dynamics.flip_seeds=0: must be an integer >= 1",
+        "an integer >= 1",
+    ),
+    "dynamics.phase_lrs": (
+        "[0.1,0.0]",
+        "dynamics.phase_lrs=0.0: each lr must be in (0, 100]",
+        "each lr in (0, 100]",
+    ),
+    "dynamics.phase_init_scales": (
+        "[0.1,200]",
+        "dynamics.phase_init_scales=200.0: each scale must be in (0, 100]",
+        "each scale in (0, 100]",
+    ),
+    "dynamics.phase_seeds": (
+        "1",
+        "dynamics.phase_seeds=1: must be an integer >= 2",
+        "an integer >= 2",
     ),
 }
 

@@ -35,6 +35,7 @@ def committed_state(cfg, uri: str, **tags: str) -> tracking.PipelineState:
                 "runs": json.loads((REPORTS / "faithfulness.json").read_text()),
                 "study": json.loads((REPORTS / "study/faithfulness.json").read_text()),
             },
+            "dynamics": json.loads((REPORTS / "dynamics/dynamics.json").read_text()),
         },
     )
 

@@ -50,6 +50,18 @@ def test_one_parent_and_a_child_per_seed_with_every_number(default_cfg, store):
         for curve in ("train/loss", "train/accuracy"):
             history_ = client.get_metric_history(child["run_id"], curve)
             assert [m.step for m in history_] == list(range(200))
+    # The mechanism per epoch (dynamics.json's curves): run 2's hit@1 reaches 1, run 1's not.
+    dynamics = json.loads((REPORTS / "dynamics/dynamics.json").read_text())
+    curves = dynamics["curves"]
+    for _, child in children.iterrows():
+        seed = child["tags.seed"]
+        history_ = client.get_metric_history(child["run_id"], "dynamics/hit_at_1")
+        points = sorted((m.step, m.value) for m in history_)
+        run = curves["argmax_hit"][f"run {seed}"]
+        assert points == list(zip(curves["argmax_hit"]["epochs"], run, strict=True))
+        assert len(points) == 201 and (points[-1][1] == 1.0) == (seed == "2")
+    share = dynamics["emergence"]["share_never"]
+    assert parent["metrics.dynamics/share_never_found"] == share
     artifacts = [a.path for a in client.list_artifacts(parent_id)]
     assert "metrics.json" in artifacts
     # The seed study: its numbers on the parent under study/, no run per study seed.
