@@ -3,6 +3,8 @@ document against the study it reads, its section, figures and bad settings."""
 
 from __future__ import annotations
 
+import copy
+
 import pandas as pd
 import pytest
 import torch
@@ -14,7 +16,7 @@ from pipeline.config import compose, validate
 from pipeline.core import ties
 from pipeline.core.errors import ConfigError
 from pipeline.experiments import dynamics
-from pipeline.experiments.dynamics import figures, section, stage, summary
+from pipeline.experiments.dynamics import figures, section, stage, summary, tracked
 from pipeline.models import interface
 from tests.conftest import small_overrides
 
@@ -134,3 +136,21 @@ def test_bad_settings_are_refused_in_one_line():
     cfg = validate(compose([*SMALL, "dynamics.flip_parameter=19"]))
     with pytest.raises(ConfigError, match="dynamics.flip_parameter=19"):
         stage.run(cfg, {}, {})
+
+
+def test_undefined_numbers_are_null_and_shown_as_such(result):
+    # Runs that all get every held-out sequence alike (the small stage checks' 4 seeds)
+    # have no test-set noise to compare, and one story has no predictor.
+    assert stage.defined({"a": [float("nan"), 1.0], "b": float("inf")}) == {
+        "a": [None, 1.0],
+        "b": None,
+    }
+    document = copy.deepcopy(result[3])
+    document["noise"] |= {"ratio": None, "ci95_low": None, "gap_in_stds": None}
+    for entry in document["predictors"].values():
+        if isinstance(entry, dict):
+            entry["auc"] = None
+    text = section.mechanism_over_training(document, [])
+    assert "n/a [n/a," in text and "nothing to compare" in text
+    assert "no early number can predict it" in text
+    assert "dynamics/variance_ratio" not in tracked.parent_metrics(document)

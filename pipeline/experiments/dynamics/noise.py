@@ -90,8 +90,8 @@ def variance_ratio(correct: torch.Tensor, resamples: int, generator: torch.Gener
 
 def gap_in_stds(gap: float, variance: float) -> float:
     """How many standard deviations of the difference of two independent runs,
-    sqrt(2 * variance), the accuracy gap `gap` is."""
-    return gap / (2 * variance) ** 0.5
+    sqrt(2 * variance), the accuracy gap `gap` is (NaN where the runs do not vary)."""
+    return gap / (2 * variance) ** 0.5 if variance > 0 else nan
 
 
 def flip_last_bit(values: torch.Tensor, index: int) -> torch.Tensor:

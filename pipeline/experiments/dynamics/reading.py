@@ -32,7 +32,13 @@ def emergence_sentence(document: dict) -> str:
 
 
 def predictor_sentence(document: dict) -> str:
-    entries = {k: v for k, v in document["predictors"].items() if isinstance(v, dict)}
+    entries = {
+        k: v
+        for k, v in document["predictors"].items()
+        if isinstance(v, dict) and v["auc"] is not None
+    }
+    if not entries:
+        return "Every seed ends with the same story, so no early number can predict it."
     best_name, best = max(entries.items(), key=lambda item: (item[1]["auc"], item[0]))
     verdict = "predicts" if best["auc"] >= USEFUL_AUC else "barely predicts"
     name, epoch = best_name.split("@")
@@ -62,6 +68,11 @@ def claims_sentence(document: dict) -> str:
 
 def noise_sentence(document: dict) -> str:
     noise = document["noise"]
+    if noise["ratio"] is None or noise["gap_in_stds"] is None:
+        return (
+            "No held-out sequence's outcome varies over the runs, so Jordan's prediction "
+            "of test-set noise has nothing to compare."
+        )
     low, high = NOISE_LIKE
     verdict = (
         "the seeds' spread is what test-set noise alone predicts"

@@ -13,8 +13,15 @@ from pipeline.reporting.inputs import image_lines
 LITERATURE_K = {10: "PolyPythias (10)", 25: "MultiBERTs (25)"}
 
 
+def number(value: float | None, spec: str) -> str:
+    """`value` formatted, "n/a" where it is undefined (None)."""
+    return "n/a" if value is None else format(value, spec)
+
+
 def bounded(entry: dict, name: str = "auc") -> str:
-    return f"{entry[name]:.4f} [{entry['ci95_low']:.4f}, {entry['ci95_high']:.4f}]"
+    """A number and its 95% interval."""
+    low, high = (number(entry[key], ".4f") for key in ("ci95_low", "ci95_high"))
+    return f"{number(entry[name], '.4f')} [{low}, {high}]"
 
 
 def emergence_table(document: dict) -> pd.DataFrame:
@@ -50,9 +57,8 @@ def claims_table(document: dict) -> pd.DataFrame:
         row = {"claim": claim, "verdict": "holds" if entry["verdict"] else "fails"}
         for k, p in entry["probability"].items():
             row[LITERATURE_K.get(int(k), f"k={k}")] = f"{p:.3f}"
-        row["smallest k for 0.95 [interval]"] = (
-            f"{entry['k']} [{entry['k_low']}, {entry['k_high']}]"
-        )
+        k, low, high = (number(entry[key], "d") for key in ("k", "k_low", "k_high"))
+        row["smallest k for 0.95 [interval]"] = f"{k} [{low}, {high}]"
         row["seeds"] = str(entry["seeds"])
         rows.append(row)
     return pd.DataFrame(rows)
@@ -64,7 +70,7 @@ def noise_table(document: dict) -> pd.DataFrame:
         "observed variance of held-out accuracy": f"{noise['observed']:.6f}",
         "predicted from per-example error rates (Jordan 2024)": f"{noise['predicted']:.6f}",
         "observed / predicted [95% interval]": bounded(noise, "ratio"),
-        "the lesson's gap in std of a two-run difference": f"{noise['gap_in_stds']:.2f}",
+        "the lesson's gap in std of a two-run difference": number(noise["gap_in_stds"], ".2f"),
         f"last bit of parameter {flip['parameter']} flipped ({flip['seeds']} seeds): share "
         "of stories changed": (f"{flip['share_story_changed']:.4f}"),
         "... share of held-out accuracies changed": f"{flip['share_accuracy_changed']:.4f}",

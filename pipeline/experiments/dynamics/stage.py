@@ -9,6 +9,7 @@ number is and which paper it replays.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -149,6 +150,18 @@ def curves(matrices: dict[str, torch.Tensor], lesson: list[int], seeds: list[int
     return document
 
 
+def defined(value):
+    """The document with every NaN or infinite number as None (null in JSON): an AUC
+    where every seed tells one story, a ratio where no held-out sequence varies."""
+    if isinstance(value, dict):
+        return {key: defined(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [defined(item) for item in value]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def run(cfg: Config, inputs: dict, lesson_summary: dict) -> dict:
     """The stage's document (reports/dynamics/dynamics.json) from its inputs (`main`'s
     tables by name, and "cells": the grid's two-head and one-head documents)."""
@@ -185,44 +198,46 @@ def run(cfg: Config, inputs: dict, lesson_summary: dict) -> dict:
         inputs["params"].sort_values("seed").head(len(flip_seeds)), cfg.model, cfg.data.steps
     )
     moved = float((flipped_params - to_flat(study_params)).abs().max())
-    return {
-        "seeds": len(seeds),
-        "found": settings.found,
-        "emergence": emergence_summary(
-            matrices["argmax_hit"],
-            matrices["heldout_accuracy"],
-            settings.found,
-            resamples,
-            generator,
-        ),
-        "predictors": predictor_summary(
-            matrices,
-            [epoch for epoch in settings.predict_epochs if epoch <= cfg.train.epochs],
-            settings.found,
-            resamples,
-            generator,
-        ),
-        "claims": claims_summary(
-            cfg, claim_columns(seeds_frame, inputs["battery"], inputs["cells"]), first
-        ),
-        "noise": {
-            **variance,
-            "observed_gap": gap,
-            "gap_in_stds": noise.gap_in_stds(gap, variance["observed"]),
-            "predicted_gap_in_stds": noise.gap_in_stds(gap, variance["predicted"]),
-        },
-        "flip": {
-            "parameter": settings.flip_parameter,
-            "seeds": len(flip_seeds),
-            **noise.flip_changes(before, flipped),
-            "stories_changed": round(
-                noise.flip_changes(before, flipped)["share_story_changed"] * len(flip_seeds)
+    return defined(
+        {
+            "seeds": len(seeds),
+            "found": settings.found,
+            "emergence": emergence_summary(
+                matrices["argmax_hit"],
+                matrices["heldout_accuracy"],
+                settings.found,
+                resamples,
+                generator,
             ),
-            "max_parameter_change": moved,
-        },
-        "phases": phases.phase_diagram(cfg, phase_columns),
-        "curves": curves(matrices, lesson, seeds),
-    }
+            "predictors": predictor_summary(
+                matrices,
+                [epoch for epoch in settings.predict_epochs if epoch <= cfg.train.epochs],
+                settings.found,
+                resamples,
+                generator,
+            ),
+            "claims": claims_summary(
+                cfg, claim_columns(seeds_frame, inputs["battery"], inputs["cells"]), first
+            ),
+            "noise": {
+                **variance,
+                "observed_gap": gap,
+                "gap_in_stds": noise.gap_in_stds(gap, variance["observed"]),
+                "predicted_gap_in_stds": noise.gap_in_stds(gap, variance["predicted"]),
+            },
+            "flip": {
+                "parameter": settings.flip_parameter,
+                "seeds": len(flip_seeds),
+                **noise.flip_changes(before, flipped),
+                "stories_changed": round(
+                    noise.flip_changes(before, flipped)["share_story_changed"] * len(flip_seeds)
+                ),
+                "max_parameter_change": moved,
+            },
+            "phases": phases.phase_diagram(cfg, phase_columns),
+            "curves": curves(matrices, lesson, seeds),
+        }
+    )
 
 
 def two_heads_cells(cfg: Config) -> list[dict]:

@@ -10,7 +10,11 @@ from pipeline.tracking.state import nested_metrics
 
 
 def parent_metrics(document: dict) -> dict[str, float]:
-    return nested_metrics(headline(document), "")
+    """The headline numbers; an undefined one (None) is not logged."""
+    values = {
+        key: value for key, value in headline(document)["dynamics"].items() if value is not None
+    }
+    return nested_metrics({"dynamics": values}, "")
 
 
 # The per-epoch numbers logged as step metrics: dynamics.json's curves -> metric key.
