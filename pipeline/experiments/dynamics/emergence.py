@@ -78,12 +78,15 @@ def _auc_rows(scores: torch.Tensor, positive: torch.Tensor) -> torch.Tensor:
     """(B,) AUC of each row of (B, S) rounded scores and labels; NaN where a row
     lacks a class. Mann-Whitney: the positives' rank sum less its minimum, over the
     number of (positive, negative) pairs; average ranks make a tie count one half."""
-    ranks = torch.from_numpy(rankdata(scores.numpy(), axis=1))
-    positive = positive.to(torch.float64)
+    # In integers: average ranks are halves, so twice them are whole, and every count
+    # and sum is exact on any machine; one division gives the area.
+    twice_ranks = torch.from_numpy(2 * rankdata(scores.numpy(), axis=1)).round().to(torch.int64)
+    positive = positive.to(torch.int64)
     count = positive.sum(1)
     pairs = count * (scores.shape[1] - count)
-    wins = (ranks * positive).sum(1) - count * (count + 1) / 2
-    return torch.where(pairs > 0, wins / pairs, torch.full_like(wins, float("nan")))
+    twice_wins = (twice_ranks * positive).sum(1) - count * (count + 1)
+    areas = twice_wins.to(torch.float64) / (2 * pairs).to(torch.float64)
+    return torch.where(pairs > 0, areas, torch.full_like(areas, float("nan")))
 
 
 def auc(scores: torch.Tensor, positive: torch.Tensor) -> float:

@@ -23,6 +23,10 @@ from pipeline.analysis.stats import describe, interval, on_host, resample_counts
 from pipeline.core import ties
 
 STORY_THRESHOLD = 0.9
+# A variance of held-out accuracy below this is no variance: the smallest real one,
+# one sequence of N apart in one run of S, is about 1/(N^2 S) (3e-8 for 180 sequences
+# and 1000 runs), while identical runs give 0 or a last bit's noise (1e-17).
+NO_VARIANCE = 1e-12
 
 
 def _checked(correct: torch.Tensor) -> torch.Tensor:
@@ -77,12 +81,12 @@ def variance_ratio(correct: torch.Tensor, resamples: int, generator: torch.Gener
     mean = counts @ accuracy / runs  # (B,)
     spread = (counts * (accuracy[None, :] - mean[:, None]) ** 2).sum(1) / (runs - 1)
     predictions = _predicted(counts @ correct / runs, runs)
-    defined = predictions > 0  # a resample where no example varies has no ratio
+    defined = predictions > NO_VARIANCE  # a resample where no example varies has no ratio
     low, high = interval((spread / predictions)[defined]) if defined.any() else (nan, nan)
     return {
         "observed": observed,
         "predicted": predicted,
-        "ratio": observed / predicted if predicted > 0 else nan,
+        "ratio": observed / predicted if predicted > NO_VARIANCE else nan,
         "ci95_low": low,
         "ci95_high": high,
     }
@@ -91,7 +95,7 @@ def variance_ratio(correct: torch.Tensor, resamples: int, generator: torch.Gener
 def gap_in_stds(gap: float, variance: float) -> float:
     """How many standard deviations of the difference of two independent runs,
     sqrt(2 * variance), the accuracy gap `gap` is (NaN where the runs do not vary)."""
-    return gap / (2 * variance) ** 0.5 if variance > 0 else nan
+    return gap / (2 * variance) ** 0.5 if variance > NO_VARIANCE else nan
 
 
 def flip_last_bit(values: torch.Tensor, index: int) -> torch.Tensor:

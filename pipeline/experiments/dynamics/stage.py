@@ -128,14 +128,21 @@ def heldout_correct(cfg: Config, params: pd.DataFrame, heldout) -> torch.Tensor:
 
 
 def curves(matrices: dict[str, torch.Tensor], lesson: list[int], seeds: list[int]) -> dict:
-    """Per epoch: the median and 5%/95% quantiles over seeds, and the lesson runs'."""
-    levels = torch.tensor([0.05, 0.5, 0.95], dtype=torch.float64)
+    """Per epoch: the median and 5%/95% quantiles over seeds, and the lesson runs'.
+
+    The quantiles are order statistics (the seed at or below the level, at or above
+    for q95), not interpolations: between two written values an interpolation can
+    land on a half at the written precision, where a last bit would decide the
+    rounding."""
     document = {}
     for name in CURVES:
         values = matrices[name]
         rows = torch.tensor([not bool(torch.isnan(row).all()) for row in values])
         measured = values[rows]
-        q05, median, q95 = torch.nanquantile(measured, levels, dim=1)
+        q05, median, q95 = (
+            torch.nanquantile(measured, level, dim=1, interpolation=how)
+            for level, how in ((0.05, "lower"), (0.5, "lower"), (0.95, "higher"))
+        )
         document[name] = {
             "epochs": torch.nonzero(rows).squeeze(1).tolist(),
             "q05": q05.tolist(),
