@@ -74,14 +74,13 @@ def epoch_values(
     epochs = kept.shape[0]
     flat = settle(torch.cat([kept, to_flat(trained)[None]]))
     measured = set(agreement_epochs(epochs, agreement_every))
-    rows = [
-        heldout_numbers(
-            interface.from_flat(flat[epoch], trained.cfg, heldout[0].shape[1]),
-            heldout,
-            epoch in measured,
-        )
-        for epoch in range(epochs + 1)
-    ]
+    # Filled in place: a small tensor kept from each epoch, between its temporaries,
+    # would fragment the heap (a study's peak tripled).
+    held = {name: flat.new_empty((epochs + 1, flat.shape[1])) for name in EPOCH_VALUES[2:]}
+    for epoch in range(epochs + 1):
+        params = interface.from_flat(flat[epoch], trained.cfg, heldout[0].shape[1])
+        for name, value in heldout_numbers(params, heldout, epoch in measured).items():
+            held[name][epoch] = value
     train_logits, _ = interface.forward(trained, train_split[0])
     values = {
         "loss": torch.cat([history.loss, mean_bce(train_logits, train_split[1])[None]]),
@@ -89,8 +88,8 @@ def epoch_values(
             [history.accuracy, accuracy(train_logits, train_split[1])[None]]
         ),
     }
-    values.update({name: torch.stack([row[name] for row in rows]) for name in rows[0]})
-    return {name: values[name] for name in EPOCH_VALUES}
+    merged = {**values, **held}
+    return {name: merged[name] for name in EPOCH_VALUES}
 
 
 def epochs_table(seeds: list[int], values: dict[str, torch.Tensor]) -> pd.DataFrame:

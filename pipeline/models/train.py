@@ -160,18 +160,22 @@ def descend(
     docs/pipeline.md, "Bytes on any machine")."""
     loss = torch.empty(epochs, params.runs, dtype=labels.dtype, device=labels.device)
     acc = torch.empty_like(loss)
-    trajectory = [] if kept else None
+    # Written in place, like the loss: a small tensor kept from each epoch, between its
+    # temporaries, would fragment the heap (a study's peak tripled).
+    trajectory = None
+    if kept:
+        flat = to_flat(params)
+        trajectory = flat.new_empty((epochs, *flat.shape))
     for epoch in range(epochs):
         check_stopped()  # a SIGTERM ends a long study or grid cell within an epoch
         if trajectory is not None:
-            trajectory.append(to_flat(params))
+            trajectory[epoch] = to_flat(params)
         logits, gradients = step(params)
         loss[epoch] = mean_bce(logits, labels)
         acc[epoch] = accuracy(logits, labels)
         steps = [p - lr * g for p, g in zip(params.tensors(), gradients, strict=True)]
         params = params.with_tensors([settle(t) for t in steps] if settled else steps)
-    kept_params = None if trajectory is None else torch.stack(trajectory)
-    return params, History(loss, acc, kept_params)
+    return params, History(loss, acc, trajectory)
 
 
 def blocks_threads(block: tuple[int, bool], threads: int) -> int:
