@@ -30,9 +30,16 @@ from pipeline.core.errors import ConfigError, DivergenceError
 from pipeline.memory.device import pieces, training_piece
 from pipeline.memory.study import chunk_runs
 from pipeline.models import frames, interface
-from pipeline.models.parameters import Params, cat_runs, to_flat
+from pipeline.models.parameters import Params, to_flat
 from pipeline.models.threads import available, run_jobs, workers
-from pipeline.models.train import History, device_and_dtype, finite_runs, runs_together, train
+from pipeline.models.train import (
+    History,
+    device_and_dtype,
+    finite_runs,
+    joined,
+    runs_together,
+    train,
+)
 
 NAMED_DIVERGED = 20  # seeds listed in a divergence error; the count is always given
 # A trained chunk: its diverged seeds, else its flat parameters, per-example values and
@@ -167,16 +174,9 @@ def train_runs(
 def joined_runs(
     parts: list[tuple[Params, list[bool], History]],
 ) -> tuple[Params, list[bool], History]:
-    """A chunk's pieces, trained, as one set of runs."""
-    histories = [history for *_, history in parts]
-    kept = None if histories[0].params is None else torch.cat([h.params for h in histories], 1)
-    history = History(
-        torch.cat([h.loss for h in histories], 1),
-        torch.cat([h.accuracy for h in histories], 1),
-        kept,
-    )
-    finite = [ok for _, part, _ in parts for ok in part]
-    return cat_runs([params for params, _, _ in parts]), finite, history
+    """A chunk's pieces, trained, as one set of runs (`train.joined`'s blocks)."""
+    params, history = joined([(params, history) for params, _, history in parts])
+    return params, [ok for _, finite, _ in parts for ok in finite], history
 
 
 def evaluate_chunk(

@@ -201,6 +201,7 @@ def run(cfg: Config, inputs: dict, lesson_summary: dict) -> dict:
         cfg, flip_seeds, train_split, heldout
     )
     flipped = {name: settle(value) for name, value in numbers.items()}
+    changes = noise.flip_changes(before, flipped)
     _, study_params = frames.params_from_frame(
         inputs["params"].sort_values("seed").head(len(flip_seeds)), cfg.model, cfg.data.steps
     )
@@ -235,10 +236,8 @@ def run(cfg: Config, inputs: dict, lesson_summary: dict) -> dict:
             "flip": {
                 "parameter": settings.flip_parameter,
                 "seeds": len(flip_seeds),
-                **noise.flip_changes(before, flipped),
-                "stories_changed": round(
-                    noise.flip_changes(before, flipped)["share_story_changed"] * len(flip_seeds)
-                ),
+                **changes,
+                "stories_changed": round(changes["share_story_changed"] * len(flip_seeds)),
                 "max_parameter_change": moved,
             },
             "phases": phases.phase_diagram(cfg, phase_columns),
