@@ -20,6 +20,7 @@ from matplotlib.patches import Rectangle
 from pipeline.analysis import stats
 from pipeline.config import PROJECT_ROOT, compose, provenance, validate
 from pipeline.experiments.debate.figures import debate_plots
+from pipeline.experiments.dynamics.figures import dynamics_figures
 from pipeline.experiments.faithfulness.figures import faithfulness_figures
 from pipeline.experiments.grid.figures import next_lesson_plots
 from pipeline.experiments.grid.section import experiments
@@ -68,6 +69,7 @@ def committed_plots(root: Path = PROJECT_ROOT) -> dict[str, Plot]:
     else:  # the sanity figure alone: it is drawn from the summary in git
         sanity = faithfulness_figures(pd.DataFrame(), lesson, battery_summary)
         drawn = [plot for plot in sanity if plot.name == "faithfulness_sanity.png"]
+    drawn += dynamics_figures(json.loads((reports / "dynamics/dynamics.json").read_text()))
     plots |= {f"reports/figures/{plot.name}": plot for plot in drawn}
     grid = next_lesson_plots(*experiments(cells(root, "grid")))
     plots |= {f"reports/next_lesson/{plot.name}": plot for plot in grid}
