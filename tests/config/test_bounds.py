@@ -12,7 +12,7 @@ import yaml
 from pipeline.config import PROJECT_ROOT, Config, compose, validate
 from pipeline.config.bounds import SEED_KEYS, value_at
 from pipeline.config.load import composed_yaml
-from tests.config.refused import refusal, with_importtime
+from tests.config.refused import composed, refusal, with_importtime
 
 HUGE = 10**30
 
@@ -33,6 +33,20 @@ INTEGER_KEYS = [
     if (isinstance(value, int) and not isinstance(value, bool))
     or (isinstance(value, list) and value and isinstance(value[0], int))
 ]
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["study.seeds=7", "++grid.seeds=1000000000000000000000000000000"],
+        ["train.seeds=[0,4294967295]", "data.split=[300,30,30]", "+data.foo=1"],
+        ["model=posenc", "train.epochs=3"],
+        ["grid.cells={}"],
+    ],
+)
+def test_a_value_override_composes_as_hydra_does(overrides):
+    """The tests' shortcut (`composed`) gives Hydra's composition, group or not."""
+    assert composed(overrides) == compose(overrides)
 
 
 def test_the_walk_sees_the_integer_settings_of_every_group():
@@ -88,7 +102,7 @@ def test_every_seed_key_takes_the_one_seed_range(key, value):
 
 
 def test_the_ends_of_the_seed_range_pass_for_the_permutations():
-    assert validate(compose(["debate.permutation_seed=4294967295"])).debate.permutation_seed
+    assert validate(composed(["debate.permutation_seed=4294967295"])).debate.permutation_seed
 
 
 def test_the_generate_stage_s_size_is_refused_with_the_config():
@@ -201,10 +215,10 @@ def test_seeds_at_the_ends_of_the_range_pass():
         )
     )
     assert cfg.train.seeds == [0, 2**32 - 1]
-    cfg = validate(compose(["data.seed=4294966295", "train.seeds=[1000]", "study.seeds=1000"]))
+    cfg = validate(composed(["data.seed=4294966295", "train.seeds=[1000]", "study.seeds=1000"]))
     assert cfg.data.seed + max(cfg.train.seeds) == 2**32 - 1
     offset = 2**32 - 1 - cfg.faithfulness.sanity_seeds  # the re-draws wrap, past the study's
-    assert validate(compose([f"faithfulness.randomisation_offset={offset}"]))
+    assert validate(composed([f"faithfulness.randomisation_offset={offset}"]))
 
 
 def test_re_draws_that_would_repeat_a_study_run_s_init_are_refused():

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.config.load import composed_yaml
 from pipeline.core.errors import ConfigError
-from tests.config.refused import refusal
+from tests.config.refused import composed, refusal
 
 INVALID = [
     ("train.lr=0", "train.lr"),
@@ -37,11 +37,11 @@ def test_invalid_values_name_the_key(override, key):
 
 def test_unknown_key_is_rejected():
     with pytest.raises(ConfigError, match="train.momentum"):
-        validate(compose(["+train.momentum=0.9"]))
+        validate(composed(["+train.momentum=0.9"]))
 
 
 def test_overrides_reach_the_typed_config():
-    cfg = validate(compose(["data.seed=7", "train.epochs=120", "train.lr=0.9"]))
+    cfg = validate(composed(["data.seed=7", "train.epochs=120", "train.lr=0.9"]))
     assert (cfg.data.seed, cfg.train.epochs, cfg.train.lr) == (7, 120, 0.9)
 
 
@@ -75,7 +75,7 @@ def test_non_finite_absurd_and_outside_values_are_rejected(overrides, message):
 
 
 def test_largest_allowed_epochs_pass():
-    assert validate(compose(["train.epochs=100000", "train.seeds=[1]"])).train.epochs == 100000
+    assert validate(composed(["train.epochs=100000", "train.seeds=[1]"])).train.epochs == 100000
 
 
 # Issue 12: the model variants' keys.
@@ -107,21 +107,21 @@ def test_the_configured_grid_cells_replace_the_default_ones():
     raw = yaml.safe_load(composed_yaml())
     raw["grid"]["cells"] = {"rise-window2": {"task": "rise", "variant": "window2"}}
     assert list(validate(raw).grid.cells) == ["rise-window2"]
-    assert len(validate(compose()).grid.cells) == 15  # conf/'s own list
+    assert len(validate(composed()).grid.cells) == 15  # conf/'s own list
 
 
 def test_a_kind_s_own_key_is_checked_only_for_that_kind():
     """Issue 34, case 16: `data.steps=2` with the lesson kind was refused because of
     window's model.window=3, a key the lesson never reads."""
     steps = ["data.steps=2", "data.first_marked_step=1"]
-    assert validate(compose(steps)).model.kind == "lesson"
+    assert validate(composed(steps)).model.kind == "lesson"
     with pytest.raises(ConfigError, match=r"model.window=3: must be in 1..data.steps = 1..2"):
-        validate(compose(["model=window", *steps]))
+        validate(composed(["model=window", *steps]))
 
 
 def test_an_unknown_key_lists_the_allowed_ones():
     with pytest.raises(ConfigError) as err:
-        validate(compose(["+data.foo=1"]))
+        validate(composed(["+data.foo=1"]))
     assert str(err.value) == (
         "invalid config value data.foo: Key 'foo' not in 'DataConfig'; allowed: seed, "
         "sequences, steps, split, threshold, first_marked_step"
@@ -137,19 +137,19 @@ def test_a_name_or_uri_mlflow_would_refuse_is_refused_before_any_training():
 
     assert checks.MAX_EXPERIMENT_NAME == MAX_EXPERIMENT_NAME_LENGTH  # the locked MLflow's
     longest = MAX_EXPERIMENT_NAME_LENGTH - len(checks.LONGEST_SUFFIX)
-    assert validate(compose([f"tracking.experiment={'x' * longest}"]))
+    assert validate(composed([f"tracking.experiment={'x' * longest}"]))
     with pytest.raises(ConfigError, match=f"must be at most {longest} characters"):
-        validate(compose([f"tracking.experiment={'x' * (longest + 1)}"]))
+        validate(composed([f"tracking.experiment={'x' * (longest + 1)}"]))
     with pytest.raises(ConfigError, match=r"tracking.uri='garbage://x': allowed: a URI of"):
-        validate(compose(["tracking.uri=garbage://x"]))
+        validate(composed(["tracking.uri=garbage://x"]))
     for uri in ("sqlite:///a.db", "http://127.0.0.1:5000", "postgresql+psycopg2://u@h/db"):
-        assert validate(compose([f"tracking.uri={uri}"]))
+        assert validate(composed([f"tracking.uri={uri}"]))
 
 
 def test_an_unknown_key_inside_a_cell_lists_the_allowed_ones():
     """Issue 51, case 2: OmegaConf's "Key 'foo' not in 'GridCell'" alone."""
     with pytest.raises(ConfigError) as err:
-        validate(compose(["+grid.cells.rise-window2.foo=1"]))
+        validate(composed(["+grid.cells.rise-window2.foo=1"]))
     assert str(err.value) == (
         "invalid config value grid.cells.rise-window2.foo: Key 'foo' not in 'GridCell'; "
         "allowed: task, variant"

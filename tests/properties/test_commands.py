@@ -30,13 +30,14 @@ HELP_ARGS = (
     + [["pipeline.run", "--help"], ["pipeline.study", "--help"]]
 )
 
-# One interpreter imports the project once, then forks a child per command that
+# One interpreter imports the project and the heavy libraries its commands load
+# (torch, pandas, matplotlib, mlflow, hydra, scipy) once, then forks a child per command that
 # runs it as `python -m MODULE ARGS` would (runpy), in an empty folder of its own,
 # its stdout and stderr to files: {command: [exit code, stdout, stderr]}.
 FORKED_COMMANDS = """
 import contextlib, json, os, runpy, sys
 from pathlib import Path
-import pipeline.stages, torch  # noqa: F401  (imported once, before the forks)
+import hydra, matplotlib.figure, mlflow, pandas, pipeline.stages, scipy.stats, torch  # noqa: F401
 root, commands, results = Path(sys.argv[1]), json.loads(sys.argv[2]), {}
 for number, (module, *args) in enumerate(commands):
     folder = root / str(number)
