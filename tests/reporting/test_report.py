@@ -103,27 +103,43 @@ def committed_lesson() -> tuple[dict, pd.DataFrame, pd.DataFrame]:
     return document, pd.read_csv(reports / "steps.csv"), curves
 
 
-@pytest.fixture
-def workdir(tmp_path, monkeypatch, small_lesson, small_study, small_battery) -> Path:
+def write_workdir(root: Path, small_lesson, small_study, small_battery) -> None:
+    """The small config's report inputs, records and cells under `root`, the cwd."""
     document, steps, curves = small_lesson
     summary, table = small_study
     battery, battery_summary, battery_runs = small_battery
-    (tmp_path / "reports/study").mkdir(parents=True)
-    (tmp_path / "reports/faithfulness.json").write_text(json.dumps(battery))
-    (tmp_path / "reports/study/faithfulness.json").write_text(json.dumps(battery_summary))
-    battery_runs.to_parquet(tmp_path / "reports/study/faithfulness.parquet")
-    (tmp_path / "reports/study/summary.json").write_text(json.dumps(summary))
-    table.to_parquet(tmp_path / "reports/study/seeds.parquet")
-    (tmp_path / "params.yaml").write_text(composed_yaml(small_overrides()))
-    (tmp_path / "reports/metrics.json").write_text(json.dumps(document))
-    steps.to_csv(tmp_path / "reports/steps.csv", index=False)
-    curves.to_csv(tmp_path / "reports/training.csv", index=False)
-    monkeypatch.chdir(tmp_path)
+    (root / "reports/study").mkdir(parents=True)
+    (root / "reports/faithfulness.json").write_text(json.dumps(battery))
+    (root / "reports/study/faithfulness.json").write_text(json.dumps(battery_summary))
+    battery_runs.to_parquet(root / "reports/study/faithfulness.parquet")
+    (root / "reports/study/summary.json").write_text(json.dumps(summary))
+    table.to_parquet(root / "reports/study/seeds.parquet")
+    (root / "params.yaml").write_text(composed_yaml(small_overrides()))
+    (root / "reports/metrics.json").write_text(json.dumps(document))
+    steps.to_csv(root / "reports/steps.csv", index=False)
+    curves.to_csv(root / "reports/training.csv", index=False)
     stages = ["train", "evaluate", "study", "faithfulness"]
     cfg = validate(compose(small_overrides()))
     write_records(cfg, stages)
-    write_cells(tmp_path, cfg)
+    write_cells(root, cfg)
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch, small_lesson, small_study, small_battery) -> Path:
+    monkeypatch.chdir(tmp_path)
+    write_workdir(tmp_path, small_lesson, small_study, small_battery)
     return tmp_path
+
+
+@pytest.fixture(scope="module")
+def reported(tmp_path_factory, small_lesson, small_study, small_battery) -> Path:
+    """A workdir after one run of the report stage (the tests below only read it)."""
+    root = tmp_path_factory.mktemp("reported")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(root)
+        write_workdir(root, small_lesson, small_study, small_battery)
+        report_stage.main()
+    return root
 
 
 def stage_outputs(root: Path) -> dict[str, bytes]:
@@ -148,43 +164,39 @@ def bullet(text: str, seed: str) -> str:
     return next(line for line in text.splitlines() if line.startswith(f"- **Run {seed}**"))
 
 
-def test_stage_writes_every_section_and_figure(workdir):
-    report_stage.main()
-    markdown = (workdir / "reports/report.md").read_text()
+def test_stage_writes_every_section_and_figure(reported):
+    markdown = (reported / "reports/report.md").read_text()
     assert [line for line in markdown.splitlines() if line.startswith("## ")] == SECTIONS
-    assert {p.name for p in (workdir / "reports/figures").iterdir()} == FIGURES
+    assert {p.name for p in (reported / "reports/figures").iterdir()} == FIGURES
     links = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", markdown)
     assert {Path(link).name for link in links} == FIGURES
-    assert all((workdir / "reports" / link).is_file() for link in links)
+    assert all((reported / "reports" / link).is_file() for link in links)
     assert "(lesson)" not in markdown and "Not the lesson's configuration" in markdown
     assert "weight > 0.5" in markdown and "of those effect < 0.05" in markdown
 
 
-def test_stage_outputs_repeat_byte_for_byte(workdir):
+def test_stage_outputs_repeat_byte_for_byte(reported, monkeypatch):
+    first = stage_outputs(reported)
+    monkeypatch.chdir(reported)
     report_stage.main()
-    first = stage_outputs(workdir)
-    report_stage.main()
-    assert stage_outputs(workdir) == first
+    assert stage_outputs(reported) == first
 
 
-def test_step_weights_are_one_mean_per_seed_and_step(workdir):
-    report_stage.main()
-    frame = pd.read_csv(workdir / "reports/step_weights.csv")
+def test_step_weights_are_one_mean_per_seed_and_step(reported):
+    frame = pd.read_csv(reported / "reports/step_weights.csv")
     assert list(frame.columns) == ["seed", "step", "mean_weight", "run_step"]
     assert len(frame) == 2 * 12 and frame["run_step"].is_unique
     sums = frame.groupby("seed")["mean_weight"].sum()
     assert sums.to_numpy() == pytest.approx([1.0, 1.0])
 
 
-def test_figures_are_deterministic_pngs(small_cfg, small_lesson, small_study, small_battery):
-    experiments = {"study": small_study, "faithfulness": small_battery}
-    _, first, _, _ = report_stage.run(small_cfg, *small_lesson, experiments)
-    _, again, _, _ = report_stage.run(small_cfg, *small_lesson, experiments)
-    assert set(first) == FIGURES and first == again
-    for png in first.values():
+def test_figures_are_pngs(reported):
+    for name in FIGURES:
+        png = (reported / "reports/figures" / name).read_bytes()
         assert png.startswith(PNG_SIGNATURE)
         Image.open(io.BytesIO(png)).verify()
-    assert Image.open(io.BytesIO(first["attention_seed_1.png"])).size == (550, 600)
+    attention = (reported / "reports/figures/attention_seed_1.png").read_bytes()
+    assert Image.open(io.BytesIO(attention)).size == (550, 600)
 
 
 def test_long_seed_lists_cap_the_per_seed_figures(small_lesson):

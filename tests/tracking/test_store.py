@@ -103,7 +103,13 @@ def _log_in_process(args: tuple[str, float]) -> str:
 
 def test_parallel_processes_on_a_fresh_store_lose_no_run(tmp_path):
     store = f"sqlite:///{tmp_path / 'mlflow.db'}"  # no file yet: the workers race to create it
-    ctx = multiprocessing.get_context("spawn")
+    # Forked after the store's libraries are imported: the workers race from their
+    # first line on, not after seconds of imports.
+    import alembic.command  # noqa: F401
+    import mlflow.store.model_registry.sqlalchemy_store  # noqa: F401
+    import mlflow.store.tracking.sqlalchemy_store  # noqa: F401
+
+    ctx = multiprocessing.get_context("fork")
     with ctx.Pool(3) as pool:
         run_ids = pool.map(_log_in_process, [(store, 0.5), (store, 0.6), (store, 0.7)])
     parents, children = tracking.search_parent_runs(store, "test")
