@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 import shutil
 import signal
 import subprocess
 import sys
+from functools import cache
 from pathlib import Path
 
 # Under pytest-xdist each worker computes on one thread (torch, and the processes it
@@ -17,8 +19,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ["NUMBA_NUM_THREADS"] = "1"
 
 import pytest
+from omegaconf import DictConfig, OmegaConf
 
 from pipeline.config import PROJECT_ROOT, Config, compose, validate
+from pipeline.config.load import CONF_DIR
 
 GOLDEN_DATA = {
     "train_positive_rate": 0.3806,
@@ -66,6 +70,33 @@ STAGE_OUTPUTS = [
     "reports/steps.csv",
     "reports/training.csv",
 ]
+
+
+GROUPS = frozenset(path.name for path in CONF_DIR.iterdir() if path.is_dir())
+
+
+@cache
+def _composed_groups(groups: tuple[str, ...]) -> DictConfig:
+    return compose(list(groups))
+
+
+def composed(overrides: list[str] | tuple = ()) -> DictConfig:
+    """`compose(overrides)`, in a tenth of its time or less: the composition of the
+    group choices alone (model=..., cached), then Hydra's own value-override step (the
+    one its compose runs after the defaults) on a copy of it.
+    test_a_value_override_composes_as_hydra_does checks it against `compose`."""
+    from hydra._internal.config_loader_impl import ConfigLoaderImpl
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parsed = OverridesParser.create().parse_overrides(overrides)
+    if any(o.key_or_group.startswith("hydra") for o in parsed):
+        return compose(overrides)
+    groups = tuple(o.input_line for o in parsed if o.key_or_group in GROUPS)
+    cfg = copy.deepcopy(_composed_groups(groups))
+    OmegaConf.set_struct(cfg, True)
+    values = [o for o in parsed if o.key_or_group not in GROUPS]
+    ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
+    return cfg
 
 
 def kill_group(process: subprocess.Popen) -> None:
@@ -279,7 +310,7 @@ def torch_threads():
 
 @pytest.fixture(scope="session")
 def default_cfg() -> Config:
-    return validate(compose())
+    return validate(composed())
 
 
 def small_overrides() -> list[str]:
@@ -303,7 +334,7 @@ def small_overrides() -> list[str]:
 
 @pytest.fixture(scope="session")
 def small_cfg() -> Config:
-    return validate(compose(small_overrides()))
+    return validate(composed(small_overrides()))
 
 
 def shrink_conf(repo: Path, overrides: list[str]) -> None:

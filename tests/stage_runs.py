@@ -14,10 +14,10 @@ import json
 
 import pandas as pd
 
-from pipeline.config import Config, compose, validate
+from pipeline.config import Config, validate
 from pipeline.core.files import parquet_bytes
 from pipeline.core.precision import rounded, rounded_frame
-from tests.conftest import small_overrides
+from tests.conftest import composed, small_overrides
 
 # Small enough for the fast tier, one grid cell per model kind, every debate cell.
 OVERRIDES = [
@@ -45,7 +45,7 @@ DEBATE_CELLS = [
 
 
 def small_config(device: str) -> Config:
-    return validate(compose([*OVERRIDES, f"train.device={device}"]))
+    return validate(composed([*OVERRIDES, f"train.device={device}"]))
 
 
 def as_json(document: dict) -> bytes:

@@ -11,18 +11,18 @@ import torch
 
 from pipeline import data
 from pipeline.analysis import epochs, seed_study
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.models import frames, interface
 from pipeline.models.parameters import to_flat
 from pipeline.models.train import train
-from tests.conftest import small_overrides
+from tests.conftest import composed, small_overrides
 
 SMALL = [*small_overrides(), "study.seeds=3", "study.agreement_every=7"]
 
 
 @pytest.fixture(scope="module")
 def study():
-    cfg = validate(compose(SMALL))
+    cfg = validate(composed(SMALL))
     frame = data.generate(cfg.data)
     return cfg, seed_study.study_runs(cfg, frame, dynamics=True)
 
@@ -54,7 +54,7 @@ def test_each_epoch_is_the_lesson_code_s_run_stopped_there(study):
 
 def test_the_last_row_is_the_study_s_trained_run(study):
     _, runs = study
-    table = seed_study.seeds_table(runs, validate(compose(SMALL)))
+    table = seed_study.seeds_table(runs, validate(composed(SMALL)))
     for name in ("train_accuracy", "heldout_accuracy", "marker_mass", "argmax_hit"):
         assert runs.epochs[name][-1].tolist() == table[name].tolist(), name
 
@@ -76,7 +76,7 @@ def test_the_table_has_one_row_per_seed_and_epoch(study):
 
 
 def test_a_kept_trajectory_trains_the_same_bits():
-    cfg = validate(compose(SMALL))
+    cfg = validate(composed(SMALL))
     frame = data.generate(cfg.data)
     split = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)[:2]
     initial = interface.init_params(cfg.data.seed, [1, 2], cfg.model, cfg.data.steps)

@@ -12,12 +12,13 @@ from heldout_lesson import heldout_lesson
 from scipy.stats import kendalltau
 
 from pipeline.analysis import explainers, faithfulness, metrics
-from pipeline.config import PROJECT_ROOT, FaithfulnessConfig, ModelConfig, compose, validate
+from pipeline.config import PROJECT_ROOT, FaithfulnessConfig, ModelConfig, validate
 from pipeline.core import measures, ranking, ties
 from pipeline.core.errors import ConfigError
 from pipeline.models import interface
 from pipeline.models import lesson as lesson_model
 from pipeline.models.parameters import Params
+from tests.conftest import composed
 
 F64 = torch.float64
 FEW_NODES = FaithfulnessConfig(ig_steps=8)
@@ -499,7 +500,7 @@ def test_committed_battery_agrees_with_the_lesson_metrics():
 )
 def test_bad_battery_values_name_the_key(override, key):
     with pytest.raises(ConfigError, match=rf"invalid config value {key}="):
-        validate(compose([override]))
+        validate(composed([override]))
 
 
 # --- the task's rationale (issue 30, item 6) --------------------------------------------------
@@ -529,7 +530,7 @@ def test_the_lesson_stage_scores_against_the_task_s_rationale(monkeypatch):
     from pipeline.experiments.faithfulness import stage
     from pipeline.models import frames
 
-    cfg = validate(compose(["task=rise", "train.epochs=1"]))
+    cfg = validate(composed(["task=rise", "train.epochs=1"]))
     frame = data.generate(cfg.data, "rise")
     _, _, marked = frames.split_tensors(cfg, frame, "heldout", torch.device("cpu"), torch.float64)
     passed = {}

@@ -11,13 +11,14 @@ from heldout_lesson import heldout_lesson
 from scipy.stats import rankdata, spearmanr
 
 from pipeline.analysis import explainers, sanity
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.core.kinds import VARIANTS
 from pipeline.experiments.faithfulness.sanity_reading import sanity_reading
 from pipeline.experiments.faithfulness.section import sanity_table
 from pipeline.experiments.grid.cell import cell_config
 from pipeline.models import interface
 from pipeline.stages import generate
+from tests.conftest import composed
 
 F64 = torch.float64
 
@@ -49,7 +50,7 @@ def test_spearman_matches_scipy_and_is_nan_on_a_constant_vector():
 
 
 def test_the_cascade_re_draws_from_the_output_side_inwards():
-    tests = sanity.randomised_groups(validate(compose()).model)
+    tests = sanity.randomised_groups(validate(composed()).model)
     assert tests == {
         ("cascading", "readout"): {"w", "b"},
         ("cascading", "values"): {"w", "b", "Wv"},
@@ -58,7 +59,7 @@ def test_the_cascade_re_draws_from_the_output_side_inwards():
         ("independent", "values"): {"Wv"},
         ("independent", "keys"): {"Wk", "q"},
     }
-    window = validate(compose(["model=window"])).model
+    window = validate(composed(["model=window"])).model
     assert list(sanity.randomised_groups(window))[3] == ("cascading", "layer")
 
 
@@ -220,7 +221,7 @@ def test_the_reading_says_who_passes_who_fails_and_what_leaves_scores_unchanged(
 
 
 def test_re_drawn_streams_wrap_and_never_repeat_a_study_run_s():
-    cfg = validate(compose(["data.seed=4294966295", "train.seeds=[1000]", "study.seeds=1000"]))
+    cfg = validate(composed(["data.seed=4294966295", "train.seeds=[1000]", "study.seeds=1000"]))
     streams = sanity.fresh_streams(cfg, list(range(1, 101)))
     study = {cfg.data.seed + k for k in range(1, 1001)}
     assert streams[0] == (4294966295 + 10**6 + 1) % 2**32 and not study & set(streams)

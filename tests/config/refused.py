@@ -3,45 +3,16 @@ and from a command under `python -X importtime` (what it imported before refusin
 
 from __future__ import annotations
 
-import copy
 import os
 import subprocess
 import sys
-from functools import cache
 from pathlib import Path
 
 import pytest
-from omegaconf import DictConfig, OmegaConf
 
-from pipeline.config import PROJECT_ROOT, compose, validate
-from pipeline.config.load import CONF_DIR
+from pipeline.config import PROJECT_ROOT, validate
 from pipeline.core.errors import ConfigError
-
-GROUPS = frozenset(path.name for path in CONF_DIR.iterdir() if path.is_dir())
-
-
-@cache
-def _composed_groups(groups: tuple[str, ...]) -> DictConfig:
-    return compose(list(groups))
-
-
-def composed(overrides: list[str] | tuple = ()) -> DictConfig:
-    """`compose(overrides)`, in a tenth of its time or less: the composition of the
-    group choices alone (model=..., cached), then Hydra's own value-override step (the
-    one its compose runs after the defaults) on a copy of it.
-    test_a_value_override_composes_as_hydra_does checks it against `compose`."""
-    from hydra._internal.config_loader_impl import ConfigLoaderImpl
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = OverridesParser.create().parse_overrides(overrides)
-    if any(o.key_or_group.startswith("hydra") for o in parsed):
-        return compose(overrides)
-    groups = tuple(o.input_line for o in parsed if o.key_or_group in GROUPS)
-    cfg = copy.deepcopy(_composed_groups(groups))
-    OmegaConf.set_struct(cfg, True)
-    values = [o for o in parsed if o.key_or_group not in GROUPS]
-    ConfigLoaderImpl._apply_overrides_to_config(values, cfg)
-    return cfg
+from tests.conftest import composed
 
 
 def refusal(overrides: list[str]) -> str:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.core.errors import ConfigError
+from tests.conftest import composed
 
 
 def test_a_cell_whose_key_is_not_its_task_and_variant_is_refused():
@@ -14,7 +15,7 @@ def test_a_cell_whose_key_is_not_its_task_and_variant_is_refused():
     passed, trained, and failed in DVC (`reports/grid/alias.json` does not exist)."""
     for group in ("grid", "debate"):
         with pytest.raises(ConfigError) as err:
-            validate(compose([f"+{group}.cells.alias={{task:rise,variant:window2}}"]))
+            validate(composed([f"+{group}.cells.alias={{task:rise,variant:window2}}"]))
         assert str(err.value) == (
             f"invalid config value {group}.cells.alias: a cell's key must be its "
             "<task>-<variant> (DVC names its stage and output after it), here rise-window2"

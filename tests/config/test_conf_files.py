@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from pipeline.config import CONF_DIR, Config, ModelConfig, compose, validate
+from pipeline.config import CONF_DIR, Config, ModelConfig, validate
+from tests.conftest import composed
 
 
 def test_conf_composes_to_the_schemas_defaults(default_cfg):
@@ -28,7 +29,7 @@ def test_model_group_selects_a_variant_on_the_lesson_defaults(kind):
     variant = yaml.safe_load((CONF_DIR / "model" / f"{kind}.yaml").read_text())
     del variant["defaults"]
     expected = replace(Config(), model=replace(ModelConfig(), **variant))
-    assert validate(compose([f"model={kind}"])) == expected
+    assert validate(composed([f"model={kind}"])) == expected
 
 
 def test_conf_holds_the_experiments_parts_as_their_settings_write_them():

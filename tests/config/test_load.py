@@ -19,7 +19,7 @@ from pipeline.core import precision
 from pipeline.core.errors import ConfigError
 from pipeline.stages import evaluate, generate, train
 from tests.config.refused import with_importtime
-from tests.conftest import assert_golden
+from tests.conftest import assert_golden, composed
 
 
 def test_committed_params_yaml_matches_conf():
@@ -62,7 +62,7 @@ def test_hydra_app_overrides(tmp_path):
     result = run_app(f"hydra.run.dir={tmp_path}", "data.seed=7", "train.epochs=120", "train.lr=0.9")
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "metrics.json").read_text())
-    cfg = validate(compose(["data.seed=7", "train.epochs=120", "train.lr=0.9"]))
+    cfg = validate(composed(["data.seed=7", "train.epochs=120", "train.lr=0.9"]))
     frame, summary = generate.run(cfg)
     params, _ = train.run(cfg, frame)
     expected, _ = evaluate.run(cfg, frame, summary, params)

@@ -8,6 +8,7 @@ import pytest
 
 from pipeline.config import compose, validate
 from pipeline.core.errors import ConfigError
+from tests.conftest import composed
 
 
 def test_paths_inside_the_project_pass():
@@ -40,7 +41,7 @@ NOT_AN_OUTPUT = [
 def test_paths_outside_the_output_folders_are_refused(override):
     key, value = override.split("=")
     with pytest.raises(ConfigError) as err:
-        validate(compose([override]))
+        validate(composed([override]))
     text = str(err.value)
     assert text.startswith(
         f"invalid config value {key}={value!r}: must be under data/, models/ or reports/"
@@ -61,7 +62,7 @@ def test_outputs_and_the_tracked_state_file_pass():
         )
     )
     assert cfg.paths.tracked_state == ".mlflow-state_2.json"
-    assert validate(compose(["paths.tracked_state=reports/state.json"]))
+    assert validate(composed(["paths.tracked_state=reports/state.json"]))
 
 
 @pytest.mark.parametrize(
@@ -94,13 +95,13 @@ def test_an_output_path_through_a_symbolic_link_is_refused(tmp_path, monkeypatch
         ("reports/metrics.json", "reports/metrics.json"),
     ]:
         with pytest.raises(ConfigError) as err:
-            validate(compose([f"paths.metrics={value}"]))
+            validate(composed([f"paths.metrics={value}"]))
         assert str(err.value) == (
             f"invalid config value paths.metrics={value!r}: must not pass through a "
             f"symbolic link ({link} is one): outputs are written only to real folders "
             "inside the project"
         )
-    assert validate(compose(["paths.metrics=reports/real/metrics.json"]))
+    assert validate(composed(["paths.metrics=reports/real/metrics.json"]))
 
 
 @pytest.mark.parametrize(
@@ -120,7 +121,7 @@ def test_two_outputs_on_one_path_or_one_inside_another_s_folder_are_refused(
     the schema's order first)."""
     key, value = override.split("=")
     with pytest.raises(ConfigError) as err:
-        validate(compose([override]))
+        validate(composed([override]))
     text = str(err.value)
     assert text.startswith("invalid config value paths.")
     assert key in text and other in text and f" {relation} " in text

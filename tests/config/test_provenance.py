@@ -15,7 +15,7 @@ from pipeline.experiments.faithfulness import stage as faithfulness
 from pipeline.experiments.roar import stage as roar
 from pipeline.experiments.study import stage as study
 from pipeline.stages import evaluate, generate, report, train
-from tests.conftest import small_overrides, write_cells
+from tests.conftest import composed, small_overrides, write_cells
 
 STAGES = [generate, train, evaluate, study, faithfulness, roar, report]
 
@@ -172,9 +172,9 @@ def write_cell(folder: Path, task: str, variant: str, params: dict | None) -> Pa
 
 
 def two_cells_cfg(*overrides: str):
-    from pipeline.config import compose, validate
+    from pipeline.config import validate
 
-    return validate(compose([*small_overrides(), *overrides]))
+    return validate(composed([*small_overrides(), *overrides]))
 
 
 def test_only_the_configured_cells_are_read_each_checked_against_its_params(tmp_path, monkeypatch):

@@ -4,8 +4,6 @@ value of the wrong type are both refused in one line naming the key and the rang
 
 from __future__ import annotations
 
-import copy
-import functools
 import subprocess
 import sys
 import time
@@ -14,11 +12,11 @@ from typing import get_args, get_type_hints
 
 import pytest
 import yaml
-from omegaconf import DictConfig, OmegaConf
 
-from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, ConfigError, compose, validate
+from pipeline.config import PARAMS_FILE, PROJECT_ROOT, Config, ConfigError, validate
 from pipeline.config.ranges import Range
 from pipeline.params import composed_yaml
+from tests.conftest import composed
 
 SEEDS = "an integer in 0..4294967295 (2**32-1)"
 
@@ -251,21 +249,11 @@ def numeric_keys(node: type = Config, prefix: str = "") -> set[str]:
     return keys
 
 
-@functools.cache
-def composed(*groups: str) -> DictConfig:
-    return compose(list(groups))
-
-
 def refusal(override: str, groups: list[str]) -> str:
     """validate's refusal of conf/ with `groups` chosen and `override` (key=value) set,
-    the value parsed as Hydra parses it (`nan`, `[0,-1]`): one compose per groups."""
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    parsed = OverridesParser.create().parse_override(override)
-    cfg = copy.deepcopy(composed(*groups))
-    OmegaConf.update(cfg, parsed.key_or_group, parsed.value(), merge=False)
+    the value parsed as Hydra parses it (`nan`, `[0,-1]`)."""
     with pytest.raises(ConfigError) as caught:
-        validate(cfg)
+        validate(composed([*groups, override]))
     return str(caught.value)
 
 
@@ -309,9 +297,9 @@ def test_a_range_s_ends():
 
 
 def test_the_ends_of_a_range_pass():
-    cfg = validate(compose(["train.epochs=1", "train.lr=1e-9", "eval.high_weight=0.999"]))
+    cfg = validate(composed(["train.epochs=1", "train.lr=1e-9", "eval.high_weight=0.999"]))
     assert (cfg.train.epochs, cfg.train.lr, cfg.eval.high_weight) == (1, 1e-9, 0.999)
-    assert validate(compose(["grid.solved=1", "debate.penalties=[0]"])).grid.solved == 1.0
+    assert validate(composed(["grid.solved=1", "debate.penalties=[0]"])).grid.solved == 1.0
 
 
 def stage_on(tmp_path, key: str, value: object) -> tuple[int, str, float]:

@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.config import PROJECT_ROOT, compose, provenance, validate
+from pipeline.config import PROJECT_ROOT, provenance, validate
 from pipeline.config.results import experiment_results
 from pipeline.core import files
 from pipeline.core.errors import ConfigError, OutputError
 from pipeline.core.kinds import experiment
+from tests.conftest import composed
 
 
 def test_a_read_only_folder_is_one_line_and_nothing_is_lost(tmp_path, monkeypatch):
@@ -42,7 +43,7 @@ def test_a_folder_where_an_output_file_goes_is_one_line(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "reports/adir").mkdir(parents=True)
     with pytest.raises(ConfigError, match=r"paths.metrics='reports/adir': is a folder"):
-        validate(compose(["paths.metrics=reports/adir"]))
+        validate(composed(["paths.metrics=reports/adir"]))
     with pytest.raises(OutputError, match="it is a folder; name a file instead"):
         files.write_json(tmp_path / "reports/adir", {})
     assert list((tmp_path / "reports").iterdir()) == [tmp_path / "reports/adir"]  # no temp left
@@ -51,7 +52,7 @@ def test_a_folder_where_an_output_file_goes_is_one_line(tmp_path, monkeypatch):
 def test_a_path_of_300_characters_is_one_line():
     long = "reports/" + "a" * 300 + ".json"
     with pytest.raises(ConfigError) as err:
-        validate(compose([f"paths.metrics={long}"]))
+        validate(composed([f"paths.metrics={long}"]))
     assert "each part of the path must be at most 255 bytes" in str(err.value)
     assert "\n" not in str(err.value)
 

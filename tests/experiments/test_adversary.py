@@ -12,6 +12,7 @@ import torch
 
 from pipeline.experiments.debate.adversary import exact_adversary, jsd, logit_band
 from pipeline.models.pooling import probability
+from tests.conftest import composed
 
 
 def entropy(p: np.ndarray) -> float:
@@ -131,21 +132,21 @@ def test_a_batch_is_each_example_on_its_own():
 
 @pytest.fixture(scope="module")
 def heldout():
-    from pipeline.config import compose, validate
+    from pipeline.config import validate
     from pipeline.models import frames
     from pipeline.stages import generate
 
-    cfg = validate(compose())
+    cfg = validate(composed())
     frame, _ = generate.run(cfg)
     return cfg, frame, frames.split_tensors(cfg, frame, "heldout", "cpu", torch.float64)[0]
 
 
 def trained_runs(cfg, frame, *overrides):
-    from pipeline.config import compose, validate
+    from pipeline.config import validate
     from pipeline.models import frames, interface
     from pipeline.models.train import train
 
-    cfg = validate(compose(list(overrides)))
+    cfg = validate(composed(list(overrides)))
     inputs, labels, _ = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)
     params = interface.init_params(cfg.data.seed, [1, 2], cfg.model, cfg.data.steps)
     return train(params, inputs, labels, 40, cfg.train.lr)[0]

@@ -14,6 +14,7 @@ from pipeline.experiments.debate.consistent import (
     consistency_loss,
     train_consistent,
 )
+from tests.conftest import composed
 
 
 def test_the_loss_is_the_mean_tvd_less_lam_times_the_mean_jsd():
@@ -29,12 +30,12 @@ def test_the_loss_is_the_mean_tvd_less_lam_times_the_mean_jsd():
 
 @pytest.fixture(scope="module")
 def lesson():
-    from pipeline.config import compose, validate
+    from pipeline.config import validate
     from pipeline.models import frames, interface
     from pipeline.models.train import train
     from pipeline.stages import generate
 
-    cfg = validate(compose())
+    cfg = validate(composed())
     frame, _ = generate.run(cfg)
     inputs, labels, _ = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)
     start = interface.init_params(cfg.data.seed, [1, 2, 3, 4], cfg.model, cfg.data.steps)

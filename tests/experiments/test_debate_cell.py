@@ -9,17 +9,17 @@ import json
 import pytest
 import torch
 
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.core import kinds, ranking
 from pipeline.core.errors import ConfigError, DivergenceError
 from pipeline.experiments.debate import cell as debate_cell
-from tests.conftest import small_overrides
+from tests.conftest import composed, small_overrides
 from tests.models.helpers import toy_kind
 
 
 @pytest.fixture(scope="module")
 def small():
-    cfg = validate(compose(small_overrides()))
+    cfg = validate(composed(small_overrides()))
     return cfg, debate_cell.run_cell(cfg, "lesson", "lesson")
 
 
@@ -52,7 +52,7 @@ def test_no_penalty_is_the_learned_runs(small):
 
 
 def test_the_seed_summary_is_the_spread_and_the_mean_s_interval():
-    cfg = validate(compose())
+    cfg = validate(composed())
     constant = debate_cell.seed_summary(torch.full((7,), 0.25, dtype=torch.float64), cfg)
     assert constant["median"] == constant["q05"] == constant["q95"] == 0.25
     assert constant["mean_interval"] == [0.25, 0.25]
@@ -81,7 +81,7 @@ def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
             "~debate.cells.lesson-lesson",
             "+debate.cells.lesson-toy={task:lesson,variant:toy}",
         ]
-        cfg = validate(compose([*small_overrides(), *toy_cell]))
+        cfg = validate(composed([*small_overrides(), *toy_cell]))
         document = debate_cell.run_cell(cfg, "lesson", "toy")
     finally:
         kinds.POOLING_KINDS.discard("toy")
@@ -89,7 +89,7 @@ def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
     assert document["deception"][0]["heldout_accuracy"] == (document["fixed_attention"]["learned"])
     assert document["deception"][-1]["penalty"] == 10.0
     with pytest.raises(ConfigError, match=r"variant='toy': allowed: lesson, "):
-        validate(compose(["debate.cells.lesson-lesson.variant=toy"]))  # no longer registered
+        validate(composed(["debate.cells.lesson-lesson.variant=toy"]))  # no longer registered
 
 
 @pytest.mark.parametrize(
@@ -120,7 +120,7 @@ def test_a_kind_defined_in_a_test_goes_through_every_experiment(monkeypatch):
 )
 def test_bad_debate_settings_are_refused_in_one_line(override, message):
     with pytest.raises(ConfigError) as error:
-        validate(compose([override]))
+        validate(composed([override]))
     text = str(error.value)
     assert text.startswith(f"invalid config value {message}"), text
     assert "\n" not in text
@@ -156,7 +156,7 @@ def test_deception_s_hits_are_the_battery_s_hit_at_1():
     from pipeline.analysis import faithfulness
     from pipeline.models import interface
 
-    cfg = validate(compose(small_overrides()))
+    cfg = validate(composed(small_overrides()))
     seeds = list(range(1, faithfulness.SEED_CHUNK + 3))
     params = interface.init_params(cfg.data.seed, seeds, cfg.model, cfg.data.steps)
     generator = torch.Generator().manual_seed(0)

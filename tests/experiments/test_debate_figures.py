@@ -9,11 +9,11 @@ import shutil
 
 import pytest
 
-from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.config import PROJECT_ROOT, validate
 from pipeline.config.load import composed_yaml
 from pipeline.experiments.debate import debate_figures as stage
 from pipeline.experiments.debate.figures import debate_figures
-from tests.conftest import write_cells
+from tests.conftest import composed, write_cells
 
 COMMITTED = sorted((PROJECT_ROOT / "reports/debate").glob("*.json"))
 
@@ -39,7 +39,7 @@ def workdir(tmp_path, monkeypatch, store):
     overrides = [f"tracking.uri={store}", "tracking.experiment=lesson"]
     (tmp_path / "params.yaml").write_text(composed_yaml(overrides))
     monkeypatch.chdir(tmp_path)
-    write_cells(tmp_path, validate(compose(overrides)))
+    write_cells(tmp_path, validate(composed(overrides)))
     return tmp_path, store
 
 
@@ -55,7 +55,7 @@ def test_the_stage_writes_the_figures_and_logs_each_cell_once(workdir, capsys):
         "permuted_change.png",
     ]
     assert (root / "reports/provenance/debate_figures.json").exists()
-    cells = len(validate(compose()).debate.cells)
+    cells = len(validate(composed()).debate.cells)
     assert f"logged {cells} new of {cells} debate cells" in capsys.readouterr().out
     stage.main()
     assert f"logged 0 new of {cells} debate cells" in capsys.readouterr().out  # logged once

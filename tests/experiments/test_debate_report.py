@@ -8,15 +8,15 @@ import re
 
 import pytest
 
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.experiments.debate import section as debate
 from pipeline.experiments.debate.cell import run_cell
-from tests.conftest import small_overrides
+from tests.conftest import composed, small_overrides
 
 
 @pytest.fixture(scope="module")
 def cell():
-    return run_cell(validate(compose(small_overrides())), "lesson", "lesson")
+    return run_cell(validate(composed(small_overrides())), "lesson", "lesson")
 
 
 def test_the_section_has_a_table_per_test_and_a_reading_per_cell(cell):

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from pipeline.experiments.debate.deception import deception_penalty, rationale_mass, train_deceptive
+from tests.conftest import composed
 
 
 def test_the_penalty_is_minus_log_of_the_mass_left_off_the_rationale():
@@ -23,12 +24,12 @@ def test_the_penalty_is_minus_log_of_the_mass_left_off_the_rationale():
 
 @pytest.fixture(scope="module")
 def lesson():
-    from pipeline.config import compose, validate
+    from pipeline.config import validate
     from pipeline.models import frames
     from pipeline.stages import generate
     from pipeline.tasks import rationale_rows
 
-    cfg = validate(compose())
+    cfg = validate(composed())
     frame, _ = generate.run(cfg)
     inputs, labels, marked = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)
     rationale = torch.tensor(rationale_rows(cfg.task.kind, marked.tolist(), cfg.data.steps))

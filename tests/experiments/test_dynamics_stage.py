@@ -12,13 +12,13 @@ from matplotlib.figure import Figure
 
 from pipeline import data
 from pipeline.analysis import epochs, seed_study
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.core import ties
 from pipeline.core.errors import ConfigError
 from pipeline.experiments import dynamics
 from pipeline.experiments.dynamics import figures, section, stage, summary, tracked
 from pipeline.models import interface
-from tests.conftest import small_overrides
+from tests.conftest import composed, small_overrides
 
 SMALL = [
     *small_overrides(),
@@ -34,7 +34,7 @@ SMALL = [
 
 @pytest.fixture(scope="module")
 def result():
-    cfg = validate(compose(SMALL))
+    cfg = validate(composed(SMALL))
     frame = data.generate(cfg.data)
     runs = seed_study.study_runs(cfg, frame, dynamics=True)
     table, study_summary = seed_study.outcome(cfg, frame, runs)
@@ -112,17 +112,17 @@ def test_the_section_figures_summary_and_headline(result):
     for plot in figures.dynamics_figures(document):
         plot.draw(Figure(figsize=plot.size))
     assert set(section.headline(document)["dynamics"]) >= {"share_never_found", "variance_ratio"}
-    assert "seeds over training" in summary.lines(validate(compose(SMALL)), document)[1]
+    assert "seeds over training" in summary.lines(validate(composed(SMALL)), document)[1]
 
 
 def test_a_smaller_study_or_shorter_training_needs_no_dynamics_setting():
-    cfg = validate(compose([*SMALL, "dynamics.flip_seeds=1000", "dynamics.predict_epochs=[0,99]"]))
+    cfg = validate(composed([*SMALL, "dynamics.flip_seeds=1000", "dynamics.predict_epochs=[0,99]"]))
     assert cfg.dynamics.flip_seeds == 1000  # the stage flips the study's 6 runs
 
 
 def test_without_the_grid_s_cells_the_two_heads_claim_is_left_out(result):
     cfg, _, table, _ = result
-    cfg = validate(compose([*SMALL, "dynamics.two_heads=nope"]))
+    cfg = validate(composed([*SMALL, "dynamics.two_heads=nope"]))
     assert stage.two_heads_cells(cfg) == []
     battery = table.assign(explainer="attention", hit_at_1=table["argmax_hit"], tau_loo=0.1)
     columns = stage.claim_columns(table, battery, [])
@@ -132,8 +132,8 @@ def test_without_the_grid_s_cells_the_two_heads_claim_is_left_out(result):
 
 def test_bad_settings_are_refused_in_one_line():
     with pytest.raises(ConfigError, match="dynamics.predict_epochs"):
-        validate(compose([*SMALL, "dynamics.predict_epochs=[0,-1]"]))
-    cfg = validate(compose([*SMALL, "dynamics.flip_parameter=19"]))
+        validate(composed([*SMALL, "dynamics.predict_epochs=[0,-1]"]))
+    cfg = validate(composed([*SMALL, "dynamics.flip_parameter=19"]))
     with pytest.raises(ConfigError, match="dynamics.flip_parameter=19"):
         stage.run(cfg, {}, {})
 

@@ -9,17 +9,18 @@ import torch
 from pipeline.core.precision import settle
 from pipeline.experiments.debate.fixed_attention import train_fixed, uniform_weights
 from pipeline.experiments.debate.pooling import fixed_logits
+from tests.conftest import composed
 
 EPOCHS, LR = 200, 0.6
 
 
 @pytest.fixture(scope="module")
 def lesson():
-    from pipeline.config import compose, validate
+    from pipeline.config import validate
     from pipeline.models import frames
     from pipeline.stages import generate
 
-    cfg = validate(compose())
+    cfg = validate(composed())
     frame, _ = generate.run(cfg)
     train = frames.split_tensors(cfg, frame, "train", "cpu", torch.float64)
     heldout = frames.split_tensors(cfg, frame, "heldout", "cpu", torch.float64)

@@ -10,7 +10,7 @@ from conftest import small_overrides
 
 from pipeline import data
 from pipeline.analysis import faithfulness, seed_study
-from pipeline.config import ConfigError, compose, validate
+from pipeline.config import ConfigError, validate
 from pipeline.core.measures import SCORES, model_scores
 from pipeline.experiments.grid import capacity
 from pipeline.experiments.grid import cell as grid
@@ -18,13 +18,14 @@ from pipeline.experiments.grid import section as next_lesson
 from pipeline.experiments.grid.cell import cell_config
 from pipeline.experiments.grid.section import next_lesson_section
 from pipeline.models import frames
+from tests.conftest import composed
 
 SMALL = [*small_overrides(), "grid.seeds=3", "train.epochs=10", "grid.epochs=10"]
 
 
 @pytest.fixture(scope="module")
 def cfg():
-    return validate(compose(SMALL))
+    return validate(composed(SMALL))
 
 
 def test_shuffled_steps_move_the_marker_with_its_reading_and_keep_the_label(cfg):
@@ -110,7 +111,7 @@ def test_a_cell_s_sanity_checks_cover_its_layer_and_reach_the_report(cfg):
 
 
 def test_two_patterns_leaves_out_the_metrics_that_do_not_apply(cfg):
-    small = validate(compose([*SMALL, "grid.faithfulness_seeds=2"]))
+    small = validate(composed([*SMALL, "grid.faithfulness_seeds=2"]))
     battery = grid.run_cell(small, "two_patterns", "lesson")["faithfulness"]
     assert battery["seeds"] == 2
     assert all(list(row) == model_scores() for row in battery["explainers"].values())
@@ -300,19 +301,21 @@ def test_a_cell_of_an_unknown_task_or_variant_is_refused_in_one_line(cell, messa
     from pipeline.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=message):
-        validate(compose([f"+grid.cells.bad={cell}"]))
+        validate(composed([f"+grid.cells.bad={cell}"]))
 
 
 def test_a_cell_trains_as_the_grid_says_not_as_the_lesson_does():
     """The grid's own epochs and rate (the baseline's): an experiment on the lesson's
     training leaves the cells as they are; one on the grid's moves them."""
     lesson_moved = cell_config(
-        validate(compose(["train.lr=0.3", "train.epochs=50"])), "rise", "lesson"
+        validate(composed(["train.lr=0.3", "train.epochs=50"])), "rise", "lesson"
     )
     assert (lesson_moved.train.lr, lesson_moved.train.epochs) == (0.6, 200)
-    grid_moved = cell_config(validate(compose(["grid.lr=0.3", "grid.epochs=50"])), "rise", "lesson")
+    grid_moved = cell_config(
+        validate(composed(["grid.lr=0.3", "grid.epochs=50"])), "rise", "lesson"
+    )
     assert (grid_moved.train.lr, grid_moved.train.epochs) == (0.3, 50)
-    assert grid_moved.train.seeds == [1, 2] and grid_moved.data == validate(compose([])).data
+    assert grid_moved.train.seeds == [1, 2] and grid_moved.data == validate(composed([])).data
 
 
 @pytest.mark.parametrize(
@@ -324,5 +327,5 @@ def test_a_cell_trains_as_the_grid_says_not_as_the_lesson_does():
 )
 def test_the_grid_s_training_is_checked(override, message):
     with pytest.raises(ConfigError) as error:
-        validate(compose([override]))
+        validate(composed([override]))
     assert str(error.value).startswith(message)

@@ -13,14 +13,14 @@ from pipeline.analysis import stats
 from pipeline.analysis.faithfulness import task_rationale
 from pipeline.analysis.metrics import correct
 from pipeline.analysis.seed_study import train_seeds
-from pipeline.config import ConfigError, compose, validate
+from pipeline.config import ConfigError, validate
 from pipeline.data import generate, reading_columns, split_frame
 from pipeline.experiments.grid.capacity import marker_reading
 from pipeline.experiments.roar import retrain
 from pipeline.experiments.roar.section import section as roar_section
 from pipeline.models import frames, interface
 from pipeline.models.train import train
-from tests.conftest import small_overrides
+from tests.conftest import composed, small_overrides
 
 
 @pytest.mark.parametrize(
@@ -173,7 +173,7 @@ def test_an_unknown_smoothed_explainer_is_one_line_naming_the_key(default_cfg):
 )
 def test_bad_settings_name_the_key(override, key):
     with pytest.raises(ConfigError, match=rf"invalid config value {key}"):
-        validate(compose([override]))
+        validate(composed([override]))
 
 
 def test_the_whole_test_on_a_small_config():
@@ -181,7 +181,7 @@ def test_the_whole_test_on_a_small_config():
     held-out marked step at k = 0.1; the unmodified retrain is the study's training of
     the same seeds; the smoothing check and the headline are there."""
     overrides = ["roar.seeds=2", "roar.fractions=[0.1,0.5]", "roar.smoothed=[attention]"]
-    cfg = validate(compose([*small_overrides(), *overrides]))
+    cfg = validate(composed([*small_overrides(), *overrides]))
     frame = generate(cfg.data)
     x, y, _ = frames.split_tensors(cfg, frame, "train", torch.device("cpu"), torch.float64)
     initial = interface.init_params(cfg.data.seed, cfg.train.seeds, cfg.model, 12, x.dtype, "cpu")
@@ -296,7 +296,7 @@ def test_fractions_that_remove_no_step_or_the_same_steps_are_refused_before_any_
 def test_fractions_are_checked_where_roar_runs_not_for_every_data_steps():
     """The default fractions remove 0 of data.steps=2 steps: a run that never removes
     (the lesson, `python -m pipeline.run`) is not refused for it."""
-    cfg = validate(compose(["data.steps=2", "data.first_marked_step=1"]))
+    cfg = validate(composed(["data.steps=2", "data.first_marked_step=1"]))
     with pytest.raises(ConfigError, match=r"roar\.fractions=.*\(k\*2 rounded: \[0, 1, 1, 1, 2\]\)"):
         retrain.check_fractions(cfg)
 
@@ -307,7 +307,7 @@ def test_a_window_wider_than_the_sequence_is_refused_in_one_line():
     over the whole sequence."""
     refusal = r"roar\.window=8589934591: must be an odd integer in 3\.\.23 "
     with pytest.raises(ConfigError, match=refusal):
-        validate(compose(["roar.window=8589934591"]))
-    assert validate(compose(["roar.window=23"])).roar.window == 23
+        validate(composed(["roar.window=8589934591"]))
+    assert validate(composed(["roar.window=23"])).roar.window == 23
     smoothed = retrain.smoothed(torch.arange(12.0, dtype=torch.float64)[None], 23)
     assert torch.allclose(smoothed, torch.full((1, 12), 66.0 / 23, dtype=torch.float64))

@@ -14,18 +14,18 @@ import torch
 from pipeline import data
 from pipeline import study as study_app
 from pipeline.analysis import seed_study
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.core import measures, precision
 from pipeline.core.errors import ConfigError, DivergenceError
 from pipeline.memory.device import training_piece
 from pipeline.stages import generate
-from tests.conftest import GOLDEN_RUNS, small_overrides
+from tests.conftest import GOLDEN_RUNS, composed, small_overrides
 
 SMALL = [*small_overrides(), "study.seeds=6", "study.bootstrap=50"]
 
 
 def study_cfg(*overrides: str):
-    return validate(compose([*SMALL, *overrides]))
+    return validate(composed([*SMALL, *overrides]))
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def small_frame():
 
 
 def test_lesson_seeds_have_the_golden_numbers():
-    cfg = validate(compose(["study.seeds=3", "study.bootstrap=10"]))
+    cfg = validate(composed(["study.seeds=3", "study.bootstrap=10"]))
     frame, _ = generate.run(cfg)
     table, summary = seed_study.run(cfg, frame)
     assert table["seed"].tolist() == [1, 2, 3]
@@ -127,7 +127,7 @@ def test_pieces_keep_posenc_s_blocks_whole(torch_threads, monkeypatch):
     in one chunk of 100 are two blocks. On 16 threads their pieces are 50 runs each
     (63 rounded up to whole blocks), every byte as on one thread; pieces of 7, cut
     through the blocks, move seeds 59 and 74 (measured on the lesson's data)."""
-    cfg = validate(compose(["model=posenc", "study.chunk=100"]))
+    cfg = validate(composed(["model=posenc", "study.chunk=100"]))
     frame = data.generate(cfg.data)
     seeds = list(range(51, 151))
     torch_threads(1)
@@ -212,7 +212,7 @@ def test_hydra_app_sweeps_one_study_per_config(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     for job, lr in (("0", "0.3"), ("1", "0.6")):
-        cfg = validate(compose([*overrides, f"train.lr={lr}"]))
+        cfg = validate(composed([*overrides, f"train.lr={lr}"]))
         expected = seed_study.run(cfg, data.generate(cfg.data))[1]
         written = json.loads((tmp_path / job / "summary.json").read_text())
         assert written == json.loads(json.dumps(precision.rounded(expected)))

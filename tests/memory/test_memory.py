@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.config import MAX_BYTES, compose, validate
+from pipeline.config import MAX_BYTES, validate
 from pipeline.core.errors import ConfigError
 from pipeline.memory import check_memory, estimated_bytes, stage_estimates, stage_terms
+from tests.conftest import composed
 
 TOO_BIG = [
     # Issue 49, case 6: refused by the config check (the generate stage's own bound).
@@ -35,7 +36,7 @@ TOO_BIG = [
 
 def refusal(overrides: list[str]) -> str:
     with pytest.raises(ConfigError) as err:
-        check_memory(validate(compose(overrides)))
+        check_memory(validate(composed(overrides)))
     return str(err.value)
 
 
@@ -60,12 +61,12 @@ def test_a_grid_too_large_names_its_cell_and_what_fills_it():
     + [["study.seeds=10000"], ["model=window", "study.seeds=10000"], ["grid.seeds=1000"]],
 )
 def test_the_lesson_every_variant_a_large_study_and_the_docs_grid_fit(overrides):
-    assert estimated_bytes(validate(compose(overrides))) < MAX_BYTES
+    assert estimated_bytes(validate(composed(overrides))) < MAX_BYTES
 
 
 def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads):
     torch_threads(2)  # the 2-core machine the issue measured on
-    cfg = validate(compose(["grid.seeds=1000"]))
+    cfg = validate(composed(["grid.seeds=1000"]))
     estimates = stage_estimates(cfg)
     cells = [f"grid@{name}" for name in cfg.grid.cells]
     debate = [f"debate@{name}" for name in cfg.debate.cells]
@@ -85,7 +86,7 @@ def test_every_computing_stage_and_every_grid_cell_has_an_estimate(torch_threads
 
 def test_a_grid_cell_grows_with_its_seeds_and_an_order_task_trains_its_control_beside():
     def cell(name: str, *overrides: str) -> dict[str, int]:
-        cfg = validate(compose(list(overrides)))
+        cfg = validate(composed(list(overrides)))
         return {term.what: term.bytes for term in stage_terms(cfg)[f"grid@{name}"]}
 
     small, large = cell("rise-lesson", "grid.seeds=100"), cell("rise-lesson", "grid.seeds=1000")
@@ -102,7 +103,7 @@ def test_the_memory_estimate_counts_the_chunks_that_run_at_once(torch_threads):
 
     def term(stage: str, name: str, threads: int, *overrides: str) -> int:
         torch_threads(threads)
-        terms = stage_terms(validate(compose(list(overrides))))[stage]
+        terms = stage_terms(validate(composed(list(overrides))))[stage]
         return next(t.bytes for t in terms if t.what == name)
 
     for stage, name in [("study", "training"), ("study", "step ablation")]:
@@ -133,7 +134,7 @@ def test_the_debate_s_adversary_passes_shrink_as_its_candidates_grow():
     three = ModelConfig(kind="multihead", heads=3)
     assert adversary_pass(three, 12, 100, 180) == (1, 11)
     assert adversary_pass(ModelConfig(kind="multihead", heads=4), 12, 100, 180) == (1, 1)
-    cfg = validate(compose())
+    cfg = validate(composed())
     terms = {t.what: t for t in debate_cell_terms(cfg, "lesson", "multihead2")}
     factors = dict((label, value) for label, _, value in terms["the adversary"].factors)
     assert factors["candidates"] == 3312 and factors["runs"] == 1

@@ -7,13 +7,14 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline.config import MAX_BYTES, compose, validate
+from pipeline.config import MAX_BYTES, validate
 from pipeline.core.errors import ConfigError
 from pipeline.memory import device, stages, study
 from pipeline.memory.device import gpu_chunk, pieces, training_piece
 from pipeline.models import train
 from pipeline.models.posenc import POSENC_BLOCK
 from pipeline.models.window import KERNEL_BLOCK
+from tests.conftest import composed
 
 GIB = 2**30
 
@@ -63,14 +64,14 @@ def test_training_pieces_on_a_gpu_are_whole_chunks():
 def test_the_runs_a_piece_keeps_together_are_the_kind_s_block(kind, together):
     """One pass of every run (lesson, sink, multihead): any grouping; posenc's blocks of
     50 and window's kernel blocks of 250 stay whole."""
-    cfg = validate(compose([f"model={kind}"]))
+    cfg = validate(composed([f"model={kind}"]))
     inputs = torch.zeros(4, cfg.data.steps, 2, dtype=torch.float64)
     labels = torch.zeros(4, dtype=torch.float64)
     assert train.runs_together(cfg.model, inputs, labels) == together
 
 
 def test_on_the_cpu_the_chunk_is_study_chunk():
-    cfg = validate(compose(["study.chunk=100"]))
+    cfg = validate(composed(["study.chunk=100"]))
     assert study.chunk_runs(cfg, 1000) == 100
     assert study.chunk_runs(cfg, 30) == 30  # never more than the seeds
     assert device.free_bytes(torch.device("cpu")) == MAX_BYTES
@@ -92,7 +93,7 @@ def gpu(monkeypatch, torch_threads):
 
 
 def test_on_cuda_the_free_memory_sizes_the_chunks_not_study_chunk(gpu):
-    cfg = validate(compose(["study.seeds=50000", "study.chunk=250"]))
+    cfg = validate(composed(["study.seeds=50000", "study.chunk=250"]))
     per_run = study.run_bytes(cfg)
     # The lesson's run: 360 train examples x 12 steps x 6 values, and 180 held-out x 12
     # masks x 12 steps x 2 values, float64.
@@ -107,7 +108,7 @@ def test_on_cuda_the_free_memory_sizes_the_chunks_not_study_chunk(gpu):
 def test_on_cuda_the_chunks_leave_the_host_s_estimate_and_are_checked_on_the_gpu(gpu):
     """50,000 seeds in one chunk: 10.4 GB of training tensors, refused against the CPU's
     8 GiB; on an 80 GiB GPU they are the GPU's, and the host keeps the rest."""
-    cfg = validate(compose(["study.seeds=50000", "study.chunk=50000"]))
+    cfg = validate(composed(["study.seeds=50000", "study.chunk=50000"]))
     with pytest.raises(ConfigError, match="study.chunk"):
         stages.check_memory(cfg)  # on the CPU
     gpu(80 * GIB)

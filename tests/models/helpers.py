@@ -9,12 +9,12 @@ import types
 import torch
 
 from pipeline import data
-from pipeline.config import FaithfulnessConfig, ModelConfig, compose, validate
+from pipeline.config import FaithfulnessConfig, ModelConfig, validate
 from pipeline.models import frames, interface, multihead
 from pipeline.models import lesson as lesson_kind
 from pipeline.models.parameters import CHANNELS, Params, init_run, lesson_layout
 from pipeline.models.pooling import Head, lesson_head
-from tests.conftest import small_overrides
+from tests.conftest import composed, small_overrides
 
 F64 = torch.float64
 
@@ -82,7 +82,7 @@ def lesson_init_run(seed: int) -> list[float]:
 
 
 def small_set(steps: int = STEPS):
-    cfg = validate(compose(small_overrides()))
+    cfg = validate(composed(small_overrides()))
     frame = data.generate(cfg.data)
     train_x, train_y, _ = frames.features(data.split_frame(frame, "train"), steps)
     heldout = frames.features(data.split_frame(frame, "heldout"), steps)

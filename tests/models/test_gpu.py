@@ -14,12 +14,12 @@ import torch
 
 from pipeline import data
 from pipeline.analysis import seed_study
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.models import frames, interface, train
 from pipeline.stages import evaluate, generate
 from pipeline.stages import train as train_stage
 from tests import stage_runs
-from tests.conftest import assert_golden
+from tests.conftest import assert_golden, composed
 
 pytestmark = [
     pytest.mark.gpu,
@@ -29,7 +29,7 @@ VARIANTS = ["sink", "multihead", "posenc", "window"]
 
 
 def test_the_golden_numbers_on_the_gpu():
-    cfg = validate(compose(["train.device=cuda"]))
+    cfg = validate(composed(["train.device=cuda"]))
     frame, summary = generate.run(cfg)
     params, _ = train_stage.run(cfg, frame)
     document, _ = evaluate.run(cfg, frame, summary, params)
@@ -37,10 +37,10 @@ def test_the_golden_numbers_on_the_gpu():
 
 
 def test_a_1000_seed_study_on_the_gpu_is_the_cpus_seed_for_seed():
-    cpu = validate(compose(["train.device=cpu", "study.seeds=1000"]))
+    cpu = validate(composed(["train.device=cpu", "study.seeds=1000"]))
     frame = data.generate(cpu.data)
     on_cpu, _ = seed_study.run(cpu, frame)
-    on_gpu, _ = seed_study.run(validate(compose(["train.device=cuda", "study.seeds=1000"])), frame)
+    on_gpu, _ = seed_study.run(validate(composed(["train.device=cuda", "study.seeds=1000"])), frame)
     same = (on_cpu["heldout_accuracy"] == on_gpu["heldout_accuracy"]).mean()
     print(f"held-out accuracy identical on {same:.1%} of 1000 seeds")
     assert same == 1.0
@@ -50,7 +50,7 @@ def test_a_1000_seed_study_on_the_gpu_is_the_cpus_seed_for_seed():
 
 @pytest.mark.parametrize("kind", ["lesson", *VARIANTS])
 def test_every_model_forward_and_one_epoch_on_the_gpu_match_the_cpu(kind):
-    cfg = validate(compose([f"model={kind}"]))
+    cfg = validate(composed([f"model={kind}"]))
     frame = data.generate(cfg.data)
     inputs, labels, _ = frames.features(frame, cfg.data.steps)
     results = {}

@@ -15,7 +15,7 @@ import torch
 import pipeline.models
 from pipeline import data
 from pipeline.analysis import explainers, faithfulness, metrics, seed_study
-from pipeline.config import EvalConfig, ModelConfig, compose, validate
+from pipeline.config import EvalConfig, ModelConfig, validate
 from pipeline.core import kinds, measures
 from pipeline.models import frames, interface, train
 from pipeline.models import lesson as lesson_kind
@@ -23,7 +23,7 @@ from pipeline.models.parameters import init_run, to_flat
 from pipeline.models.pooling import probability
 from pipeline.stages import evaluate, generate
 from pipeline.stages import train as train_stage
-from tests.conftest import small_overrides
+from tests.conftest import composed, small_overrides
 from tests.models.helpers import (
     F64,
     FEW_NODES,
@@ -51,7 +51,7 @@ def test_an_unregistered_kind_is_refused():
     from pipeline.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"model\.kind='toy'.*allowed: lesson"):
-        validate(compose([*small_overrides(), "model.kind=toy"]))
+        validate(composed([*small_overrides(), "model.kind=toy"]))
 
 
 def test_the_contract_refuses_a_kind_without_attend_and_fills_in_the_defaults():
@@ -138,7 +138,7 @@ def test_battery_runs_for_every_variant(kind):
 
 @pytest.mark.parametrize("kind", VARIANTS)
 def test_stages_and_study_run_for_every_variant(kind):
-    cfg = validate(compose([*small_overrides(), f"model={kind}", "train.epochs=5"]))
+    cfg = validate(composed([*small_overrides(), f"model={kind}", "train.epochs=5"]))
     frame, summary = generate.run(cfg)
     params, _ = train_stage.run(cfg, frame)
     document, _ = evaluate.run(cfg, frame, summary, params)
@@ -220,7 +220,7 @@ def test_a_kind_defined_in_a_test_is_a_plug_in(monkeypatch):
     monkeypatch.setitem(kinds.MODEL_KINDS, "toy", "")  # removed again after the test
     kinds.register_model("toy", toy)
     assert pipeline.models.kind_module("toy") is toy
-    cfg = validate(compose([*small_overrides(), "model.kind=toy", "train.epochs=40"]))
+    cfg = validate(composed([*small_overrides(), "model.kind=toy", "train.epochs=40"]))
     seeds, steps = [1, 2, 3], cfg.data.steps
 
     # The layout: the toy's own parameters, named and drawn as every kind's.

@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Rectangle
 
 from pipeline.analysis import stats
-from pipeline.config import PROJECT_ROOT, compose, provenance, validate
+from pipeline.config import PROJECT_ROOT, provenance, validate
 from pipeline.experiments.debate.figures import debate_plots
 from pipeline.experiments.dynamics.figures import dynamics_figures
 from pipeline.experiments.faithfulness.figures import faithfulness_figures
@@ -27,6 +27,7 @@ from pipeline.experiments.grid.section import experiments
 from pipeline.experiments.study.figures import study_figures, study_pair_gaps
 from pipeline.reporting.drawing import Plot
 from pipeline.reporting.figures import lesson_figures
+from tests.conftest import composed
 
 MIN_PIXELS = 1.0  # a mark narrower than a pixel is not seen
 HELDOUT = 180  # the default config's held-out sequences: accuracy moves by 1/180
@@ -35,7 +36,7 @@ HELDOUT = 180  # the default config's held-out sequences: accuracy moves by 1/18
 def cells(root: Path, stage: str) -> list[dict]:
     """The default config's cells of `stage` (grid or debate), in its order, as the
     next_lesson and debate_figures stages read them."""
-    cfg = validate(compose())
+    cfg = validate(composed())
     folder = root / getattr(cfg.paths, stage)
     return [
         json.loads(provenance.cell_path(folder, cell.task, cell.variant).read_text())

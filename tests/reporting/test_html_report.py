@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.config import PROJECT_ROOT
 from pipeline.reporting.html_report import html_report
+from tests.conftest import composed
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
 
@@ -126,11 +127,11 @@ def test_a_cell_file_that_holds_another_cell_is_refused(tmp_path, monkeypatch):
     variant says `![l](../../etc/hostname)` is refused before anything renders it."""
     import json
 
-    from pipeline.config import compose, provenance, validate
+    from pipeline.config import provenance, validate
     from pipeline.core.errors import ConfigError
 
     monkeypatch.chdir(tmp_path)
-    cfg = validate(compose())
+    cfg = validate(composed())
     key, cell = next(iter(cfg.grid.cells.items()))
     path = provenance.cell_path(cfg.paths.grid, cell.task, cell.variant)
     path.parent.mkdir(parents=True)

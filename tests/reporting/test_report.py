@@ -20,7 +20,6 @@ from pipeline.config import (
     EvalConfig,
     PathsConfig,
     TrackingConfig,
-    compose,
     validate,
 )
 from pipeline.config.load import composed_yaml
@@ -33,7 +32,7 @@ from pipeline.reporting import faithfulness_reading, figures, reading, report
 from pipeline.reporting.inputs import ReportInputs
 from pipeline.stages import evaluate, generate, train
 from pipeline.stages import report as report_stage
-from tests.conftest import small_overrides, write_cells, write_records
+from tests.conftest import composed, small_overrides, write_cells, write_records
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 SECTIONS = [
@@ -119,7 +118,7 @@ def write_workdir(root: Path, small_lesson, small_study, small_battery) -> None:
     steps.to_csv(root / "reports/steps.csv", index=False)
     curves.to_csv(root / "reports/training.csv", index=False)
     stages = ["train", "evaluate", "study", "faithfulness"]
-    cfg = validate(compose(small_overrides()))
+    cfg = validate(composed(small_overrides()))
     write_records(cfg, stages)
     write_cells(root, cfg)
 

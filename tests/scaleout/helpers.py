@@ -15,13 +15,14 @@ from unittest import mock
 
 import pytest
 
-from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.config import PROJECT_ROOT, validate
+from tests.conftest import composed
 
 SMALL = ["study.seeds=40", "study.chunk=10", "study.bootstrap=50", "train.epochs=20"]
 
 
 def small_cfg(*overrides: str):
-    return validate(compose([*SMALL, *overrides]))
+    return validate(composed([*SMALL, *overrides]))
 
 
 def run_module(module: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:

@@ -12,11 +12,11 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from pipeline.experiments.debate import cell as debate_cell
 from pipeline.experiments.debate.permutation import permutation_orders, permuted_output_change
 from tests import stage_runs
-from tests.conftest import small_overrides
+from tests.conftest import composed, small_overrides
 from tests.device_guard import DeviceMixed, simulated_cuda
 
 
@@ -49,7 +49,7 @@ def test_device_guard_refuses_what_cuda_refuses_and_allows_what_it_allows(on_dev
 
 
 def test_device_guard_the_debate_s_seed_summary_takes_per_seed_values_on_the_device(on_device):
-    cfg = validate(compose(small_overrides()))
+    cfg = validate(composed(small_overrides()))
     per_seed = torch.tensor([0.25, 0.5, 1.0], dtype=torch.float64)
     on_cpu = debate_cell.seed_summary(per_seed, cfg)
     assert debate_cell.seed_summary(per_seed.to(on_device), cfg) == on_cpu

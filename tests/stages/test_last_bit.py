@@ -9,8 +9,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from pipeline.config import compose, validate
+from pipeline.config import validate
 from tests import stage_runs
+from tests.conftest import composed
 from tests.last_bit import LastBitNudge, nudge_numba, nudged
 
 # The stages' groups (tests/stage_runs.py) and the field's: each computing stage once.
@@ -25,7 +26,7 @@ LONGER_FIT = ["abstraction.epochs=150", "abstraction.pairs=64"]
 
 @pytest.fixture(scope="module")
 def cfg():
-    return validate(compose([*stage_runs.OVERRIDES, *LONGER_FIT]))
+    return validate(composed([*stage_runs.OVERRIDES, *LONGER_FIT]))
 
 
 @pytest.fixture(autouse=True)

@@ -22,13 +22,14 @@ import pytest
 from filelock import FileLock
 
 from pipeline import tracking
-from pipeline.config import PROJECT_ROOT, compose, validate
+from pipeline.config import PROJECT_ROOT, validate
 from pipeline.core import precision
 from pipeline.stages import evaluate, generate, train
 from tests.conftest import (
     STAGE_OUTPUTS,
     changed_files,
     clone_project,
+    composed,
     git_commit,
     kill_group,
     shrink_conf,
@@ -115,7 +116,7 @@ def metrics_of(repo: Path) -> dict:
 
 def expected_metrics(*overrides: str) -> dict:
     """What generate, train and evaluate give in process for the small config."""
-    cfg = validate(compose([*small_overrides(), *overrides]))
+    cfg = validate(composed([*small_overrides(), *overrides]))
     frame, summary = generate.run(cfg)
     params, _ = train.run(cfg, frame)
     document, _ = evaluate.run(cfg, frame, summary, params)

@@ -13,6 +13,7 @@ from pipeline.core.errors import PipelineError
 from pipeline.core.kinds import VARIANTS
 from pipeline.experiments.grid import capacity
 from pipeline.models import frames, interface
+from tests.conftest import composed
 
 CFG = DataConfig()
 TASKS = list(kinds.TASKS)
@@ -64,14 +65,14 @@ def test_rationales_name_the_deciding_steps():
 
 
 def test_an_unknown_task_is_refused_in_one_line():
-    from pipeline.config import compose, validate
+    from pipeline.config import validate
     from pipeline.core.errors import ConfigError
 
     with pytest.raises(
         ConfigError,
         match=r"task.kind='nope'.*allowed: lesson, first_half, rise, suppressor, two_patterns",
     ):
-        validate(compose(["task.kind=nope"]))
+        validate(composed(["task.kind=nope"]))
 
 
 # --- the capacity table -----------------------------------------------------------------
@@ -177,7 +178,7 @@ def test_a_task_defined_in_a_test_is_a_plug_in(monkeypatch):
     change to the pipeline."""
     import types
 
-    from pipeline.config import Config, compose, validate
+    from pipeline.config import Config, validate
     from pipeline.experiments.grid import cell as grid
     from pipeline.experiments.grid.section import experiments
     from tests.conftest import small_overrides
@@ -189,7 +190,7 @@ def test_a_task_defined_in_a_test_is_a_plug_in(monkeypatch):
     toy.HAND_SET, toy.CANNOT = {}, {"lesson": "a toy's reason"}
     monkeypatch.setitem(kinds.TASKS, "toy", toy)
 
-    cfg = validate(compose([*small_overrides(), "task.kind=toy", "grid.seeds=2"]))
+    cfg = validate(composed([*small_overrides(), "task.kind=toy", "grid.seeds=2"]))
     frame = data.generate(cfg.data, "toy")
     columns = data.reading_columns(cfg.data.steps)
     for _, row in frame.head(20).iterrows():
