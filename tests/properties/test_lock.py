@@ -155,6 +155,7 @@ def fake_wheel(folder: Path, name: str, version: str) -> None:
         wheel.writestr(f"{name.replace('-', '_')}/__init__.py", "FAKE = True\n")
 
 
+@pytest.mark.slow  # a venv and pip, end to end
 def test_the_offline_gpu_install_refuses_a_torch_wheel_whose_hash_is_not_listed(tmp_path):
     """`WHEELS=dir bash scripts/gpu_check.sh` on a machine without CUDA torch, from a
     folder holding a fake torch 2.13.0 (and fake CUDA packages at the locked
