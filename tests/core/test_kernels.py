@@ -110,7 +110,7 @@ from pipeline.core.files import parquet_bytes
 from pipeline.core.precision import rounded
 from pipeline.experiments.faithfulness.stage import battery_table
 
-cfg = validate(composed(json.loads(sys.argv[1])))
+cfg = validate(compose(json.loads(sys.argv[1])))
 frame = data.generate(cfg.data)
 table, summary = seed_study.run(cfg, frame)
 battery = {row: {m: v.tolist() for m, v in metrics.items()}

@@ -27,7 +27,6 @@ from pipeline.reporting.report import experiments
 from pipeline.reporting.inputs import ReportInputs
 from pipeline.stages.dvc_yaml import generated
 from pipeline.tracking.runs import experiment_metrics, parent_metrics
-from tests.conftest import composed
 
 seen = {}
 conf = Path(tempfile.mkdtemp()) / "conf"
@@ -37,11 +36,11 @@ for path, text in written(conf).items():
     path.write_text(text)
 seen["conf"] = (conf / "top_weight/lesson.yaml").read_text()
 seen["config_yaml"] = "  - top_weight: lesson" in (conf / "config.yaml").read_text()
-cfg = validate(composed())
+cfg = validate(compose())
 seen["settings"] = [cfg.top_weight.high, cfg.paths.top_weight]
 for override in ("+top_weight.high=2", "+top_weight.note="):
     try:
-        validate(composed([override]))
+        validate(compose([override]))
     except ConfigError as err:
         seen[override] = str(err)
 seen["memory"] = "top_weight" in stage_estimates(cfg)
