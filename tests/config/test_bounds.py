@@ -12,7 +12,8 @@ import yaml
 from pipeline.config import PROJECT_ROOT, Config, compose, validate
 from pipeline.config.bounds import SEED_KEYS, value_at
 from pipeline.config.load import composed_yaml
-from tests.config.refused import composed, refusal, with_importtime
+from tests.config.refused import refusal, with_importtime
+from tests.conftest import composed
 
 HUGE = 10**30
 

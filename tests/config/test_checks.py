@@ -9,7 +9,8 @@ import pytest
 from pipeline.config import validate
 from pipeline.config.load import composed_yaml
 from pipeline.core.errors import ConfigError
-from tests.config.refused import composed, refusal
+from tests.config.refused import refusal
+from tests.conftest import composed
 
 INVALID = [
     ("train.lr=0", "train.lr"),
